@@ -1,0 +1,33 @@
+//! Well-known keys of [`HookContext::metadata`](crate::HookContext::metadata).
+//!
+//! Every surface (ReAct chat, DAG steps, delegates, workflow nodes) fills in the keys that apply to
+//! it, so that a hook written once works everywhere.
+
+/// The caller's organization id (string).
+pub const ORG_ID: &str = "org_id";
+/// The conversation id (string), when the run belongs to one.
+pub const CONVERSATION_ID: &str = "conversation_id";
+/// The run id (string).
+pub const RUN_ID: &str = "run_id";
+/// The model's `tool_call_id` (string); unique within a run.
+pub const TOOL_CALL_ID: &str = "tool_call_id";
+/// Whether the tool is marked `requires_confirmation` (bool).
+pub const REQUIRES_CONFIRMATION: &str = "requires_confirmation";
+/// The connector's id (string), for connector tools.
+pub const CONNECTOR_ID: &str = "connector_id";
+/// The connector's name (string), for connector tools.
+pub const CONNECTOR_NAME: &str = "connector_name";
+/// The connector action's name (string), for connector tools.
+pub const ACTION_NAME: &str = "action_name";
+/// `"read"` or `"write"`.
+pub const SIDE_EFFECT: &str = "side_effect";
+/// Where the call happens: `"react"`, `"dag"`, `"delegate"` or `"workflow"`.
+pub const SURFACE: &str = "surface";
+/// The DAG step id (string), on the `dag` surface.
+pub const STEP_ID: &str = "step_id";
+/// The workflow node id (string), on the `workflow` surface.
+pub const NODE_ID: &str = "node_id";
+/// The delegating run's id (string), on the `delegate` surface.
+pub const PARENT_RUN_ID: &str = "parent_run_id";
+/// PostToolUse only: `"executed"`, `"blocked"` or `"failed"`.
+pub const OUTCOME: &str = "outcome";

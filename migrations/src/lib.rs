@@ -1,0 +1,3 @@
+//! Tollgate's database schema, as sea-orm-migration migrations written with the schema DSL.
+//!
+//! Filled in by the store issue.
