@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
             cargo(&root, &["test", "--workspace", "--locked"])?;
         }
         Task::Bench { args } => {
-            let mut cmd = vec!["bench", "--locked"];
+            let mut cmd = vec!["bench", "--locked", "--benches"];
             for package in BENCHED_PACKAGES {
                 cmd.extend(["-p", package]);
             }

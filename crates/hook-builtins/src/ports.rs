@@ -264,6 +264,8 @@ pub struct DecisionUpdate {
 
 /// The answer of [`ConfirmationStore::decide`].
 #[derive(Debug, Clone, PartialEq)]
+// A decision is rare and its outcome short-lived: boxing the record would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum DecideOutcome {
     /// This update won: the row as it is now.
     Decided(ConfirmationRecord),
@@ -315,6 +317,12 @@ pub trait ApproverDirectory: Send + Sync {
     async fn user(&self, user_id: &str) -> Result<Option<Approver>, PortError>;
     /// The id of the agent's owner.
     async fn agent_owner(&self, agent_id: &str) -> Result<Option<String>, PortError>;
+
+    /// The agent's display name, for approval cards rebuilt by the decision path. The default
+    /// answers `None` (the card then shows the agent id).
+    async fn agent_name(&self, _agent_id: &str) -> Result<Option<String>, PortError> {
+        Ok(None)
+    }
 }
 
 /// Wakes in-process waiters when a decision is committed. The decision path (API, channel

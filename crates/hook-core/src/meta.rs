@@ -31,3 +31,28 @@ pub const NODE_ID: &str = "node_id";
 pub const PARENT_RUN_ID: &str = "parent_run_id";
 /// PostToolUse only: `"executed"`, `"blocked"` or `"failed"`.
 pub const OUTCOME: &str = "outcome";
+/// PostToolUse, when `outcome` is `"blocked"`: the name of the hook that blocked the call (string).
+pub const BLOCKED_BY: &str = "blocked_by";
+/// PostToolUse, when `outcome` is `"blocked"` or `"failed"`: the block reason or the failure's
+/// message (string).
+pub const ERROR: &str = "error";
+/// PostToolUse, HTTP connector calls: the request's method, e.g. `"POST"` (string).
+pub const REQUEST_METHOD: &str = "request_method";
+/// PostToolUse, HTTP connector calls: the request's full URL (string).
+pub const REQUEST_URL: &str = "request_url";
+/// PostToolUse, HTTP connector calls: the response's HTTP status (integer), when one arrived.
+pub const RESPONSE_STATUS: &str = "response_status";
+/// PostToolUse, HTTP connector calls: the request's duration in milliseconds (integer).
+pub const RESPONSE_TIME_MS: &str = "response_time_ms";
+/// PostToolUse: the arguments as the model asked for them, before any Pre hook rewrote them (JSON
+/// value). `HookContext::tool_args` holds the effective arguments.
+pub const ORIGINAL_ARGS: &str = "original_args";
+/// PreToolUse, connector tools: the connector's own quota in requests per minute (integer), when
+/// the connector declares a `rate_limit`.
+pub const RATE_LIMIT_PER_MINUTE: &str = "rate_limit_per_minute";
+/// PreToolUse, connector tools: the connector's burst size (integer), with
+/// [`RATE_LIMIT_PER_MINUTE`].
+pub const RATE_LIMIT_BURST: &str = "rate_limit_burst";
+/// PreToolUse, SQL tools (`<connector>__sql_query`): the database's SQL dialect, `"postgresql"` or
+/// `"sqlite"` (string); absent means unknown, and the SQL must then be a read in every dialect.
+pub const SQL_DIALECT: &str = "sql_dialect";

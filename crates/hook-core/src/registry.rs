@@ -2,6 +2,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -289,16 +290,25 @@ async fn guarded(
         hook.verdict = tracing::field::Empty,
         hook.duration_us = tracing::field::Empty,
     );
-    let started = Instant::now();
-    let outcome =
-        tokio::time::timeout(timeout, AssertUnwindSafe(execute).catch_unwind()).instrument(span.clone()).await;
+    let started = (!span.is_disabled()).then(Instant::now);
+    // Most hooks finish on their first poll: only a hook that is still pending after it pays for a
+    // timer (the deadline then counts from that first poll).
+    let outcome = async {
+        let mut execute = std::pin::pin!(AssertUnwindSafe(execute).catch_unwind());
+        match futures::poll!(execute.as_mut()) {
+            Poll::Ready(done) => Ok(done),
+            Poll::Pending => tokio::time::timeout(timeout, execute).await,
+        }
+    }
+    .instrument(span.clone())
+    .await;
     let outcome = match outcome {
         Ok(Ok(Ok(result))) => Ok(result),
         Ok(Ok(Err(error))) => Err(error.to_string()),
         Ok(Err(panic)) => Err(format!("panicked: {}", panic_message(&*panic))),
         Err(_elapsed) => Err(format!("timed out after {}", format_duration(timeout))),
     };
-    if !span.is_disabled() {
+    if let Some(started) = started {
         let verdict = match &outcome {
             Ok(r) if !r.allow && point != HookPoint::PostToolUse => "block",
             Ok(r) if r.modified_args.is_some() || r.modified_result.is_some() => "rewrite",

@@ -1,20 +1,112 @@
-//! The Tollgate server: the HTTP API, configuration and wiring of every other crate. The only crate
-//! that knows HTTP routes.
+//! The Tollgate server: configuration, the HTTP API, and the wiring of every other crate into a
+//! platform. The only crate that knows HTTP routes.
+//!
+//! [`start`] is what `server serve` runs: connect and migrate the database, seed the demo, start
+//! the background tasks, serve [`app`] on a listener.
 
-use axum::routing::get;
-use axum::{Json, Router};
+pub mod auth;
+pub mod config;
+pub mod demo;
+pub mod demo_upstream;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod routes;
+pub mod state;
+pub mod wiring;
 
-/// The HTTP application.
-pub fn app() -> Router {
-    Router::new().route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use hook_builtins::ports::{ApprovalNotifier, ConfirmationStatus, DecideOutcome, DecisionUpdate};
+
+pub use config::Config;
+pub use routes::app;
+pub use state::AppState;
+
+/// Connects to the configured database and applies the migrations; the error names the URL with
+/// its password masked.
+pub async fn open_store(config: &Config) -> anyhow::Result<store::Store> {
+    let masked = store::mask_url(&config.database_url);
+    let store = store::Store::connect(&config.database_url).await.with_context(|| format!("database {masked}"))?;
+    store.migrate().await.with_context(|| format!("migrating {masked}"))?;
+    Ok(store)
 }
 
-/// Serves [`app`] on `listener` until the process is asked to stop (Ctrl-C).
-pub async fn serve(listener: tokio::net::TcpListener) {
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+/// A running server.
+#[derive(Debug)]
+pub struct Started {
+    pub state: AppState,
+    /// The demo's banner, when the demo was seeded or found.
+    pub banner: Option<String>,
+}
+
+/// Opens the store, seeds the demo (unless disabled), starts the sweeper, and returns the state
+/// to serve.
+pub async fn prepare(config: Config) -> anyhow::Result<Started> {
+    let store = open_store(&config).await?;
+    let http = agent_react::http_client().context("building the HTTP client")?;
+    let state = AppState::new(config, store, http);
+    let banner = if state.config().demo {
+        demo::seed(&state).await.context("seeding the demo")?.map(|d| demo::banner(&state.config().public_url, &d))
+    } else {
+        None
     };
-    if let Err(error) = axum::serve(listener, app()).with_graceful_shutdown(shutdown).await {
-        tracing::error!("server stopped: {error}");
+    tokio::spawn(sweep_expired(state.clone()));
+    Ok(Started { state, banner })
+}
+
+/// Serves `state` on `listener` until `shutdown` completes, then drains in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await.context("serving HTTP")
+}
+
+/// Expires pending confirmation requests past their deadline whose waiter is gone (a crashed or
+/// other process), notifies waiters and updates their cards. Every 5 s.
+async fn sweep_expired(state: AppState) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(5));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        // A grace period lets the waiting gate expire its own request first.
+        let cutoff = chrono::Utc::now() - chrono::Duration::seconds(5);
+        let rows = match state.store().list_expired_pending_confirmations(cutoff).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!("expiry sweep failed: {e}");
+                continue;
+            }
+        };
+        for row in rows {
+            let update = DecisionUpdate {
+                status: ConfirmationStatus::Expired,
+                responded_by_open_id: None,
+                responded_by_user_id: None,
+                reason: Some("expired: nobody decided before the deadline".to_owned()),
+                at: chrono::Utc::now(),
+            };
+            match state.store().decide_confirmation(&row.id, &update).await {
+                Ok(DecideOutcome::Decided(record)) => {
+                    state.confirmations().notify_decided(&record.id);
+                    if let (Some(channel_id), Some(message_id)) = (&record.channel_id, &record.message_id) {
+                        if let Ok(Some(channel)) = state.channel(channel_id).await {
+                            let card = wiring::card_for(&state, &record).await;
+                            if let Some(card_state) = routes::confirmations::final_state(&record) {
+                                if let Err(e) = channel.update_approval(message_id, &card, &card_state).await {
+                                    tracing::warn!(confirmation_id = %record.id, "cannot update the expired card: {e}");
+                                }
+                            }
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(confirmation_id = %row.id, "cannot expire: {e}"),
+            }
+        }
     }
 }

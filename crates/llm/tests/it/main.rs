@@ -1,0 +1,2 @@
+mod openai;
+mod scripted;

@@ -1,0 +1,54 @@
+//! The demo's connector upstream, served by the server itself under `/demo-upstream`, so the demo
+//! needs no network: a tiny ERP with payments, customers and a long report.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+/// The path prefix the upstream is mounted at.
+pub const PREFIX: &str = "/demo-upstream";
+
+#[derive(Debug, Default)]
+struct Upstream {
+    next_payment: AtomicU64,
+}
+
+/// The upstream's routes, to be nested at [`PREFIX`].
+pub fn router() -> Router {
+    let state = Arc::new(Upstream::default());
+    Router::new()
+        .route("/payments", post(create_payment))
+        .route("/customers/{id}", get(get_customer).patch(update_customer))
+        .route("/reports/{name}", get(report))
+        .route("/fx/{currency}", get(fx_rate))
+        .with_state(state)
+}
+
+async fn create_payment(State(up): State<Arc<Upstream>>, Json(body): Json<Value>) -> Json<Value> {
+    let n = up.next_payment.fetch_add(1, Ordering::SeqCst) + 1;
+    Json(json!({"payment_id": format!("pay_{n:05}"), "status": "submitted", "request": body}))
+}
+
+async fn get_customer(Path(id): Path<String>) -> Json<Value> {
+    Json(json!({"id": id, "name": "Acme Trading Co.", "tier": "gold", "credit_limit_cny": 200000}))
+}
+
+async fn update_customer(Path(id): Path<String>, Json(body): Json<Value>) -> Json<Value> {
+    Json(json!({"id": id, "updated": body}))
+}
+
+/// A report long enough (≈ 20,000 characters) for `result_truncate` to cut.
+async fn report(Path(name): Path<String>) -> Json<Value> {
+    let rows: Vec<Value> = (1..=200)
+        .map(|i| json!({"line": i, "account": format!("6001-{i:04}"), "memo": "quarterly reconciliation entry", "amount_cny": i * 137}))
+        .collect();
+    Json(json!({"report": name, "rows": rows}))
+}
+
+async fn fx_rate(Path(currency): Path<String>) -> Json<Value> {
+    Json(json!({"base": "CNY", "currency": currency, "rate": 0.1384}))
+}

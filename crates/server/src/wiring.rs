@@ -1,0 +1,551 @@
+//! Wiring: how a stored agent becomes a run — its tools, its hook registry (the confirmation gate
+//! and the built-ins), its channel, and the sinks that persist and stream its events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agent_react::{
+    AgentConfig, AgentContextInfo, AgentEvent, AgentResolver, AgentRun, CallAgentTool, ConnectorAuth,
+    DatabaseConnector, EventKind, EventSink, HookBuildError, HookFactory, HttpAction, HttpActionTool, HttpConnector,
+    ResolvedAgent, RunJournal, RunLimits, RunScope, RunServices, SideEffect, SqlQueryTool, Surface, Tool,
+    builtin_tool, run_agent,
+};
+use channel_core::ApprovalChannel;
+use hook_builtins::ports::{ApproverScope, ConfirmationRecord, DeliveryMode};
+use hook_builtins::{
+    AuditLogConfig, AuditLogHook, ConfirmationEvents, ConfirmationGateHook, ConnectorRateLimitConfig,
+    ConnectorRateLimitHook, GateConfig, GateDeps, ReadOnlyGuard, ReadOnlyGuardConfig, ResultTruncateConfig,
+    ResultTruncateHook,
+};
+use hook_core::{HookContext, HookRegistry};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use store::{ConnectorKind, RunStatus, RunUpdate};
+use tokio::sync::broadcast;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Builds the approval channel of a stored channel row.
+pub fn build_channel(row: &store::Channel, http: &reqwest::Client) -> Result<Arc<dyn ApprovalChannel>, ApiError> {
+    match row.kind.as_str() {
+        "feishu" => {
+            let config: channel_feishu::FeishuConfig = serde_json::from_value(row.config.clone())
+                .map_err(|e| ApiError::internal(format!("channel {} has a bad stored config: {e}", row.id)))?;
+            let channel = channel_feishu::FeishuChannel::new(config, http.clone())
+                .map_err(|e| ApiError::internal(format!("channel {}: {e}", row.id)))?;
+            Ok(Arc::new(channel))
+        }
+        other => Err(ApiError::internal(format!("channel {} has unsupported type '{other}'", row.id))),
+    }
+}
+
+/// Parses a stored agent's configuration document.
+pub fn agent_config(agent: &store::Agent) -> Result<AgentConfig, String> {
+    serde_json::from_value(agent.model_config.clone()).map_err(|e| format!("agent {} has a bad config: {e}", agent.id))
+}
+
+fn context_info(agent: &store::Agent, config: AgentConfig) -> AgentContextInfo {
+    AgentContextInfo {
+        agent_id: agent.id.clone(),
+        org_id: agent.org_id.clone(),
+        name: agent.name.clone(),
+        owner_user_id: agent.owner_user_id.clone(),
+        config,
+    }
+}
+
+/// The hook factory of the server: every agent gets the platform built-ins (`read_only_guard`,
+/// `connector_rate_limit`, `result_truncate`, `audit_log`) and the `confirmation_gate`;
+/// `hooks.class_hooks` entries configure them by name (`{name, config}`). An unknown name or a bad
+/// config fails the build, and the agent does not run.
+#[derive(Clone)]
+pub struct ServerHookFactory {
+    state: AppState,
+    /// The org's active channels by id, resolved before the (synchronous) build.
+    channels: HashMap<String, Arc<dyn ApprovalChannel>>,
+    /// The org's default channel: the first active one.
+    default_channel: Option<String>,
+}
+
+impl std::fmt::Debug for ServerHookFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHookFactory")
+            .field("channels", &self.channels.keys().collect::<Vec<_>>())
+            .field("default_channel", &self.default_channel)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerHookFactory {
+    /// Loads the org's active channels so that `build` can pick the agent's.
+    pub async fn for_org(state: &AppState, org_id: &str) -> Result<ServerHookFactory, ApiError> {
+        let mut channels = HashMap::new();
+        let mut default_channel = None;
+        for row in state.store().list_channels(org_id).await? {
+            if !row.is_active {
+                continue;
+            }
+            if let Some(channel) = state.channel(&row.id).await? {
+                default_channel.get_or_insert_with(|| row.id.clone());
+                channels.insert(row.id.clone(), channel);
+            }
+        }
+        Ok(ServerHookFactory { state: state.clone(), channels, default_channel })
+    }
+}
+
+fn hook_config<T: DeserializeOwned + Default>(name: &str, config: Option<&Value>) -> Result<T, HookBuildError> {
+    match config {
+        None | Some(Value::Null) => Ok(T::default()),
+        Some(value) => serde_json::from_value(value.clone())
+            .map_err(|e| HookBuildError::BadConfig { name: name.to_owned(), reason: e.to_string() }),
+    }
+}
+
+impl HookFactory for ServerHookFactory {
+    fn build(&self, agent: &AgentContextInfo) -> Result<HookRegistry, HookBuildError> {
+        let mut configs: HashMap<&str, &Value> = HashMap::new();
+        for spec in &agent.config.hooks.class_hooks {
+            let name = match spec.name() {
+                hook_builtins::FEISHU_GATE_ALIAS => hook_builtins::CONFIRMATION_GATE,
+                other => other,
+            };
+            if !hook_builtins::builtin_names().contains(&name) {
+                return Err(HookBuildError::UnknownHook { name: spec.name().to_owned() });
+            }
+            configs.insert(name, spec.config());
+        }
+        let store = Arc::new(self.state.store().clone());
+        let mut registry = HookRegistry::new();
+
+        let guard: ReadOnlyGuardConfig =
+            hook_config(hook_builtins::READ_ONLY_GUARD, configs.get(hook_builtins::READ_ONLY_GUARD).copied())?;
+        registry.register_pre(Arc::new(ReadOnlyGuard::new(store.clone(), guard)));
+
+        match configs.get(hook_builtins::CONNECTOR_RATE_LIMIT).copied() {
+            None | Some(Value::Null) => registry.register_pre(self.state.rate_limit().clone()),
+            Some(value) => {
+                let config: ConnectorRateLimitConfig = hook_config(hook_builtins::CONNECTOR_RATE_LIMIT, Some(value))?;
+                registry.register_pre(Arc::new(ConnectorRateLimitHook::new(config)));
+            }
+        }
+
+        let truncate: ResultTruncateConfig =
+            hook_config(hook_builtins::RESULT_TRUNCATE, configs.get(hook_builtins::RESULT_TRUNCATE).copied())?;
+        registry.register_post(Arc::new(ResultTruncateHook::new(truncate)));
+
+        let audit: AuditLogConfig =
+            hook_config(hook_builtins::AUDIT_LOG, configs.get(hook_builtins::AUDIT_LOG).copied())?;
+        registry.register_post(Arc::new(AuditLogHook::new(store.clone(), audit)));
+
+        let gate = self.gate_config(agent, configs.get(hook_builtins::CONFIRMATION_GATE).copied())?;
+        let channel = gate.channel_id.as_ref().and_then(|id| self.channels.get(id)).cloned();
+        if let (Some(id), None) = (&gate.channel_id, &channel) {
+            if gate.mode == DeliveryMode::ChannelOnly {
+                return Err(HookBuildError::BadConfig {
+                    name: hook_builtins::CONFIRMATION_GATE.to_owned(),
+                    reason: format!("channel {id} is not an active channel of the organization"),
+                });
+            }
+        }
+        let deps = GateDeps {
+            store: store.clone(),
+            directory: store,
+            hub: self.state.confirmations().clone(),
+            channel,
+            events: Some(Arc::new(GateEvents { state: self.state.clone() })),
+        };
+        registry.register_pre(Arc::new(ConfirmationGateHook::new(deps, gate)));
+        Ok(registry)
+    }
+}
+
+impl ServerHookFactory {
+    /// The gate's configuration: the agent's `confirmation` settings, overridden field by field by
+    /// a `confirmation_gate` class-hook config.
+    fn gate_config(&self, agent: &AgentContextInfo, override_: Option<&Value>) -> Result<GateConfig, HookBuildError> {
+        let confirmation = &agent.config.confirmation;
+        let mut base = serde_json::json!({
+            "timeout_s": confirmation.timeout_s,
+            "approver_scope": scope_name(confirmation.approver_scope),
+            "require_confirmation_for_all": agent.config.require_confirmation_for_all,
+            "agent_name": agent.name,
+            "channel_id": confirmation.channel_id.clone().or_else(|| self.default_channel.clone()),
+        });
+        if let Some(Value::Object(fields)) = override_ {
+            for (k, v) in fields {
+                base[k] = v.clone();
+            }
+        } else if let Some(other) = override_.filter(|v| !v.is_null()) {
+            return Err(HookBuildError::BadConfig {
+                name: hook_builtins::CONFIRMATION_GATE.to_owned(),
+                reason: format!("expected an object, got {other}"),
+            });
+        }
+        hook_config(hook_builtins::CONFIRMATION_GATE, Some(&base))
+    }
+}
+
+fn scope_name(scope: agent_react::ApproverScope) -> &'static str {
+    let scope = match scope {
+        agent_react::ApproverScope::Initiator => ApproverScope::Initiator,
+        agent_react::ApproverScope::AgentOwner => ApproverScope::AgentOwner,
+        agent_react::ApproverScope::OrgAdmins => ApproverScope::OrgAdmins,
+        agent_react::ApproverScope::OrgMembers => ApproverScope::OrgMembers,
+    };
+    scope.as_str()
+}
+
+/// Emits the gate's `awaiting_confirmation` / `confirmation_resolved` into the run's stream and
+/// keeps `runs.status` in step.
+struct GateEvents {
+    state: AppState,
+}
+
+impl ConfirmationEvents for GateEvents {
+    fn on_awaiting(&self, _ctx: &HookContext, record: &ConfirmationRecord) {
+        self.state.runs().emit_now(
+            &record.run_id,
+            EventKind::AwaitingConfirmation {
+                confirmation_id: record.id.clone(),
+                tool_call_id: record.tool_call_id.clone(),
+                tool_name: record.tool_name.clone(),
+                arguments: record.tool_args.clone(),
+                expires_at: record.expires_at,
+            },
+        );
+        self.set_status(&record.run_id, RunStatus::AwaitingConfirmation);
+    }
+
+    fn on_resolved(&self, _ctx: &HookContext, record: &ConfirmationRecord) {
+        self.state.runs().emit_now(
+            &record.run_id,
+            EventKind::ConfirmationResolved {
+                confirmation_id: record.id.clone(),
+                status: record.status.as_str().to_owned(),
+                decided_by: record.responded_by_user_id.clone(),
+            },
+        );
+        self.set_status(&record.run_id, RunStatus::Running);
+    }
+}
+
+impl GateEvents {
+    fn set_status(&self, run_id: &str, status: RunStatus) {
+        let store = self.state.store().clone();
+        let run_id = run_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(e) = store.update_run(&run_id, &RunUpdate { status, answer: None, error: None }).await {
+                tracing::warn!(run_id, "cannot record the run's status: {e}");
+            }
+        });
+    }
+}
+
+/// Builds an agent's tools: its connectors' actions, its built-in tools and one
+/// `call_agent__<name>` per delegate.
+pub async fn build_tools(
+    state: &AppState,
+    agent: &store::Agent,
+    config: &AgentConfig,
+    factory: Arc<dyn HookFactory>,
+) -> Result<Vec<Arc<dyn Tool>>, String> {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for connector_id in &config.connectors {
+        let connector = state
+            .store()
+            .get_connector(connector_id)
+            .await
+            .map_err(|e| e.to_string())?
+            .filter(|c| c.org_id == agent.org_id)
+            .ok_or_else(|| format!("connector {connector_id} not found"))?;
+        tools.extend(connector_tools(state, &connector)?);
+    }
+    for name in &config.tools {
+        tools.push(builtin_tool(name).map_err(|e| e.to_string())?);
+    }
+    let resolver: Arc<dyn AgentResolver> = Arc::new(Resolver { state: state.clone() });
+    for delegate_id in &config.delegates {
+        let delegate = state
+            .store()
+            .get_agent(delegate_id)
+            .await
+            .map_err(|e| e.to_string())?
+            .filter(|a| a.org_id == agent.org_id)
+            .ok_or_else(|| format!("delegate agent {delegate_id} not found"))?;
+        let tool = CallAgentTool::new(
+            delegate.id.clone(),
+            &tool_safe_name(&delegate.name),
+            None,
+            resolver.clone(),
+            factory.clone(),
+        )
+        .map_err(|e| e.to_string())?;
+        tools.push(Arc::new(tool));
+    }
+    Ok(tools)
+}
+
+/// An agent name as a tool-name suffix: characters outside `[A-Za-z0-9_-]` become `_`.
+fn tool_safe_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).take(50).collect()
+}
+
+fn connector_tools(state: &AppState, connector: &store::Connector) -> Result<Vec<Arc<dyn Tool>>, String> {
+    match connector.kind {
+        ConnectorKind::Http => {
+            let auth: ConnectorAuth = match &connector.auth {
+                None | Some(Value::Null) => ConnectorAuth::None,
+                Some(value) => serde_json::from_value(value.clone())
+                    .map_err(|e| format!("connector '{}' has a bad auth config: {e}", connector.name))?,
+            };
+            let http = Arc::new(HttpConnector {
+                id: connector.id.clone(),
+                name: connector.name.clone(),
+                base_url: connector.base_url.clone().unwrap_or_default(),
+                auth,
+                rate_limit: connector
+                    .rate_limit
+                    .map(|r| agent_react::RateLimit { per_minute: r.per_minute, burst: r.burst }),
+                allow_private_metadata: false,
+                timeout_s: 30,
+            });
+            connector
+                .actions
+                .iter()
+                .map(|action| {
+                    let tool = HttpActionTool::new(
+                        http.clone(),
+                        HttpAction {
+                            name: action.name.clone(),
+                            description: action.description.clone(),
+                            method: action.method.clone(),
+                            path: action.path.clone(),
+                            parameters_schema: action.parameters_schema.clone(),
+                            requires_confirmation: action.requires_confirmation,
+                            side_effect: Some(match action.side_effect {
+                                store::SideEffect::Read => SideEffect::Read,
+                                store::SideEffect::Write => SideEffect::Write,
+                            }),
+                        },
+                        state.http().clone(),
+                    )
+                    .map_err(|e| e.to_string())?;
+                    Ok(Arc::new(tool) as Arc<dyn Tool>)
+                })
+                .collect()
+        }
+        ConnectorKind::Database => {
+            let url = connector.url.clone().ok_or_else(|| format!("connector '{}' has no url", connector.name))?;
+            let tool = SqlQueryTool::new(DatabaseConnector { id: connector.id.clone(), name: connector.name.clone(), url })
+                .map_err(|e| e.to_string())?;
+            Ok(vec![tool as Arc<dyn Tool>])
+        }
+    }
+}
+
+/// Loads delegates for `CallAgentTool`.
+struct Resolver {
+    state: AppState,
+}
+
+#[async_trait::async_trait]
+impl AgentResolver for Resolver {
+    async fn resolve(&self, agent_id: &str, parent: &RunScope) -> Result<ResolvedAgent, String> {
+        let agent = self
+            .state
+            .store()
+            .get_agent(agent_id)
+            .await
+            .map_err(|e| e.to_string())?
+            .filter(|a| a.org_id == parent.org_id)
+            .ok_or_else(|| format!("agent {agent_id} not found"))?;
+        let config = agent_config(&agent)?;
+        let factory: Arc<dyn HookFactory> = Arc::new(
+            ServerHookFactory::for_org(&self.state, &agent.org_id).await.map_err(|e| e.to_string())?,
+        );
+        let model = config.model.build().map_err(|e| e.to_string())?;
+        let tools = build_tools(&self.state, &agent, &config, factory).await?;
+        Ok(ResolvedAgent { info: context_info(&agent, config), model, tools })
+    }
+}
+
+/// Persists every event of a run tree (`run_events`) and forwards it to the top-level run's live
+/// stream.
+struct StreamSink {
+    state: AppState,
+    stream: broadcast::Sender<AgentEvent>,
+}
+
+#[async_trait::async_trait]
+impl EventSink for StreamSink {
+    async fn emit(&self, event: AgentEvent) {
+        if let EventKind::ToolResult { blocked, error, .. } = &event.kind {
+            let outcome = if *blocked {
+                "blocked"
+            } else if error.is_some() {
+                "failed"
+            } else {
+                "executed"
+            };
+            self.state.metrics().tool_call(outcome);
+        }
+        if let Err(e) =
+            self.state.store().append_run_event(&event.run_id, event.seq as i64, event.name(), &event.data()).await
+        {
+            tracing::warn!(run_id = %event.run_id, seq = event.seq, "cannot persist run event: {e}");
+        }
+        // No receiver is fine: the run goes on without a listener.
+        let _ = self.stream.send(event);
+    }
+}
+
+/// Persists `tool_executions`: `executing` before the tool starts, the final status after.
+struct StoreJournal {
+    store: store::Store,
+}
+
+#[async_trait::async_trait]
+impl RunJournal for StoreJournal {
+    async fn tool_started(&self, run_id: &str, tool_call_id: &str, tool_name: &str, arguments: &Value) {
+        let new = store::NewToolExecution {
+            run_id: run_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+            tool_name: tool_name.to_owned(),
+            original_args: arguments.clone(),
+            effective_args: Some(arguments.clone()),
+        };
+        if let Err(e) = self.store.start_tool_execution(&new).await {
+            tracing::warn!(run_id, tool_call_id, "cannot record the tool execution: {e}");
+        }
+    }
+
+    async fn tool_finished(&self, run_id: &str, tool_call_id: &str, outcome: &str, result: &Value) {
+        let status = if outcome == "executed" {
+            store::ToolExecutionStatus::Completed
+        } else {
+            store::ToolExecutionStatus::Failed
+        };
+        let finish = store::ToolExecutionFinish { status, effective_args: None, result: Some(result.clone()) };
+        if let Err(e) = self.store.finish_tool_execution(run_id, tool_call_id, &finish).await {
+            tracing::warn!(run_id, tool_call_id, "cannot record the tool result: {e}");
+        }
+    }
+}
+
+/// A run ready to start: the caller has already created its `runs` row.
+#[derive(Debug)]
+pub struct StartRun {
+    pub run_id: String,
+    pub agent: store::Agent,
+    pub user_id: Option<String>,
+    pub conversation_id: Option<String>,
+    pub message: String,
+}
+
+/// Prepares and spawns a top-level run; returns a receiver of its live events (subscribed before
+/// the run starts, so nothing is missed). The run goes on if the receiver is dropped.
+///
+/// A run whose model, tools or hooks cannot be built is failed at once with `run_failed` (fail
+/// closed: it never reaches the model).
+pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver<AgentEvent> {
+    let (stream, receiver) = state.open_run_stream(&start.run_id);
+    let sink: Arc<dyn EventSink> = Arc::new(StreamSink { state: state.clone(), stream });
+    let services = RunServices {
+        events: sink.clone(),
+        journal: Some(Arc::new(StoreJournal { store: state.store().clone() })),
+        hub: Some(state.runs().clone()),
+    };
+    let state = state.clone();
+    state.metrics().run_started();
+    tokio::spawn(async move {
+        let run_id = start.run_id.clone();
+        let prepared = prepare(&state, &start, services.clone()).await;
+        let (status, answer, error) = match prepared {
+            Ok(run) => {
+                let outcome = run_agent(run).await;
+                match outcome.status {
+                    agent_react::RunStatus::Completed => (RunStatus::Completed, outcome.answer, None),
+                    agent_react::RunStatus::Failed => (RunStatus::Failed, None, outcome.error),
+                }
+            }
+            Err(why) => {
+                let emitter = agent_react::RunEmitter::new(&run_id, sink.clone());
+                emitter.emit(EventKind::RunStarted { agent_id: Some(start.agent.id.clone()), parent_run_id: None }).await;
+                emitter.emit(EventKind::RunFailed { error: why.clone() }).await;
+                (RunStatus::Failed, None, Some(why))
+            }
+        };
+        state.metrics().run_finished(status == RunStatus::Completed);
+        if let Err(e) = state.store().update_run(&run_id, &RunUpdate { status, answer, error }).await {
+            tracing::error!(run_id, "cannot record the run's end: {e}");
+        }
+        state.close_run_stream(&run_id);
+    });
+    receiver
+}
+
+async fn prepare(state: &AppState, start: &StartRun, services: RunServices) -> Result<AgentRun, String> {
+    let config = agent_config(&start.agent)?;
+    let factory = Arc::new(ServerHookFactory::for_org(state, &start.agent.org_id).await.map_err(|e| e.to_string())?);
+    let info = context_info(&start.agent, config.clone());
+    let hooks = factory.build(&info).map_err(|e| format!("the agent's hooks cannot be built: {e}"))?;
+    let model = config.model.build().map_err(|e| format!("the agent's model cannot be built: {e}"))?;
+    let tools = build_tools(state, &start.agent, &config, factory).await?;
+    let scope = RunScope {
+        run_id: start.run_id.clone(),
+        org_id: start.agent.org_id.clone(),
+        user_id: start.user_id.clone(),
+        agent_id: Some(start.agent.id.clone()),
+        conversation_id: start.conversation_id.clone(),
+        surface: Surface::React,
+        parent_run_id: None,
+        step_id: None,
+        node_id: None,
+        depth: 0,
+    };
+    Ok(AgentRun {
+        scope,
+        instructions: config.instructions.clone(),
+        history: Vec::new(),
+        input: start.message.clone(),
+        model,
+        tools,
+        hooks: Arc::new(hooks),
+        services,
+        limits: RunLimits::default(),
+    })
+}
+
+/// Validates an agent configuration the way a run would use it: the model, and the hooks through
+/// the factory (so a bad hook config is refused when the agent is created, not at its first run).
+pub async fn validate_agent(state: &AppState, agent: &store::Agent) -> Result<(), ApiError> {
+    let config = agent_config(agent).map_err(ApiError::validation)?;
+    config.model.build().map_err(|e| ApiError::validation(format!("model: {e}")))?;
+    let factory = ServerHookFactory::for_org(state, &agent.org_id).await?;
+    factory
+        .build(&context_info(agent, config))
+        .map_err(|e| ApiError::validation(format!("hooks: {e}")))?;
+    Ok(())
+}
+
+/// The approval card of a stored request, with the agent's and requester's names.
+pub async fn card_for(state: &AppState, record: &ConfirmationRecord) -> channel_core::ApprovalCard {
+    let agent_name = match &record.agent_id {
+        Some(id) => state.store().get_agent(id).await.ok().flatten().map(|a| a.name).unwrap_or_else(|| id.clone()),
+        None => "agent".to_owned(),
+    };
+    let requester = match &record.user_id {
+        Some(id) => state.store().get_user(id).await.ok().flatten().map(|u| u.name).unwrap_or_else(|| id.clone()),
+        None => "unknown user".to_owned(),
+    };
+    channel_core::ApprovalCard {
+        confirmation_id: record.id.clone(),
+        agent_name,
+        requester,
+        tool_name: record.tool_name.clone(),
+        tool_args: record.tool_args.clone(),
+        expires_at: record.expires_at,
+    }
+}
