@@ -49,6 +49,7 @@
 //!   `run_started.parent_run_id`.
 
 mod builtin;
+mod catalog;
 mod config;
 mod delegate;
 mod events;
@@ -59,6 +60,7 @@ mod sql;
 mod tool;
 
 pub use builtin::{CurrentTimeTool, builtin_tool};
+pub use catalog::{HookBuilder, HookCatalog, HookEntry};
 pub use config::{
     AGENT_CONFIG_VERSION, AgentConfig, AgentContextInfo, ApproverScope, ConfirmationConfig, HookBuildError,
     HookFactory, HookSpec, HooksConfig,

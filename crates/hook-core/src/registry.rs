@@ -139,7 +139,10 @@ impl HookRegistry {
                 Ok(result) => {
                     side_effects.extend(result.side_effects);
                     if let Some(args) = result.modified_args {
-                        rewritten.get_or_insert_with(|| ctx.clone()).tool_args = args;
+                        match &mut rewritten {
+                            Some(current) => current.tool_args = args,
+                            None => rewritten = Some(with_args(ctx, args)),
+                        }
                     }
                     if !result.allow {
                         let error = result.error.unwrap_or_else(|| format!("blocked by hook '{}'", hook.name()));
@@ -246,6 +249,19 @@ impl HookRegistry {
         }
         let additional_context = (!contexts.is_empty()).then(|| contexts.join("\n\n"));
         HookRun { result: HookResult { additional_context, side_effects, ..HookResult::default() }, blocked_by: None }
+    }
+}
+
+/// A copy of `ctx` with other arguments, without cloning the old ones.
+fn with_args(ctx: &HookContext, tool_args: Value) -> HookContext {
+    HookContext {
+        hook_point: ctx.hook_point,
+        tool_name: ctx.tool_name.clone(),
+        tool_args,
+        tool_result: ctx.tool_result.clone(),
+        agent_id: ctx.agent_id.clone(),
+        user_id: ctx.user_id.clone(),
+        metadata: ctx.metadata.clone(),
     }
 }
 

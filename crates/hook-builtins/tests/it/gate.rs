@@ -450,3 +450,17 @@ async fn a_store_outage_at_the_deadline_blocks() {
     assert!(!verdict.allow);
     assert!(verdict.error.unwrap().contains("database is down"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_decision_on_the_same_process_wakes_the_gate_without_waiting_for_the_poll() {
+    let mut rig = Rig::new(config());
+    let call = spawn(&rig, gated_ctx("call1", json!({"amount": 100})));
+    let id = rig.awaiting().await;
+    let before = rig.hub.poll_queries();
+    let start = tokio::time::Instant::now();
+    decide(rig.deps(), &operator(&id, "ou_alice", Decision::Approve, None)).await.unwrap();
+    assert!(call.await.unwrap().allow);
+    // Virtual time: it only moves when every task sleeps, so a poll-driven wake-up would show.
+    assert!(start.elapsed() < Duration::from_millis(1500), "woken after {:?}", start.elapsed());
+    assert_eq!(rig.hub.poll_queries(), before);
+}

@@ -83,3 +83,17 @@ async fn idle_keys_are_evicted_so_memory_stays_bounded() {
     hook.evict_idle();
     assert_eq!(hook.key_count(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_eviction_timer_runs_on_its_own() {
+    let clock = FakeRelativeClock::default();
+    let config: ConnectorRateLimitConfig = serde_json::from_value(json!({"evict_every_s": 10})).unwrap();
+    let hook = ConnectorRateLimitHook::with_clock(config, clock.clone());
+    for i in 0..1000 {
+        assert!(allowed(&hook, &ctx("c1", &format!("user{i}"))).await);
+    }
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(hook.key_count(), 1000);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(hook.key_count(), 0);
+}

@@ -36,6 +36,20 @@ fn pure_reads_pass() {
         "SHOW search_path",
         "SELECT CAST(amount AS TEXT) FROM orders",
         "SELECT now()",
+        "SELECT date('now')",
+        "SELECT json_extract(data, '$.a') FROM events",
+        "SELECT COUNT(DISTINCT customer_id) FROM orders",
+        "SELECT * FROM orders LIMIT 10 OFFSET 5",
+        "SELECT CASE WHEN amount > 10 THEN 'big' ELSE 'small' END FROM orders",
+        "SELECT EXTRACT(YEAR FROM created_at) FROM orders",
+        "SELECT amount::text FROM orders",
+        "SELECT * FROM orders WHERE name LIKE 'a%' AND id BETWEEN 1 AND 5",
+        "SELECT * FROM orders o LEFT JOIN lines l USING (id)",
+        "SELECT * FROM generate_series(1, 10)",
+        "select * from orders;",
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT * FROM r",
+        "SELECT 'DELETE FROM orders' AS text",
+        "SELECT \"delete\" FROM t",
     ] {
         check_read(sql);
     }
@@ -179,6 +193,15 @@ fn reads_with_hidden_writes_are_writes() {
         "EXPLAIN (ANALYZE) INSERT INTO orders (id) VALUES (1)",
         "EXPLAIN DELETE FROM orders",
         "EXPLAIN ANALYZE SELECT pg_sleep(1)",
+        "SELECT 1 UNION ALL SELECT nextval('s')",
+        "SELECT txid_current()",
+        "SELECT lo_unlink(1)",
+        "SELECT pg_read_file('/etc/passwd')",
+        "INSERT INTO archive SELECT * FROM orders",
+        "CREATE TABLE copy AS SELECT * FROM orders",
+        "SELECT * FROM orders WHERE id IN (SELECT setval('s', 1))",
+        "SELECT (SELECT nextval('s'))",
+        "SELECT * FROM orders ORDER BY nextval('s')",
     ] {
         check_write(sql);
     }

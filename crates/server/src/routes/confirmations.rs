@@ -223,7 +223,12 @@ pub async fn feishu_callback(
         Ok(Callback::Other { .. }) => return Ok(Json(json!({})).into_response()),
         Ok(Callback::CardAction(action)) => action,
     };
+    // Schema 2.0 callbacks take a toast and an optional card; legacy ones take `{}` or a bare card.
+    let legacy = action.legacy;
     let toast = |kind: ToastKind, text: &str, card: Option<Value>| {
+        if legacy {
+            return Json(card.unwrap_or_else(|| json!({}))).into_response();
+        }
         Json(channel_feishu::card_action_response(kind, text, card)).into_response()
     };
     if !state.store().record_callback_event(&channel_id, &action.dedup_key()).await? {
