@@ -40,6 +40,7 @@ impl MigrationTrait for Migration {
                     .col(string_null(Runs::ParentRunId))
                     .col(string(Runs::Surface))
                     .col(string(Runs::Status))
+                    .col(text_null(Runs::Input))
                     .col(text_null(Runs::Answer))
                     .col(text_null(Runs::Error))
                     .col(timestamp_with_time_zone(Runs::CreatedAt))
@@ -117,6 +118,7 @@ enum Runs {
     ParentRunId,
     Surface,
     Status,
+    Input,
     Answer,
     Error,
     CreatedAt,

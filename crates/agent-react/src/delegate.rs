@@ -158,6 +158,7 @@ impl Tool for CallAgentTool {
             hooks: Arc::new(hooks),
             services: ctx.services.clone(),
             limits: ctx.limits,
+            first_seq: 0,
         })
         .await;
         match outcome.status {

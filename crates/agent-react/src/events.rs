@@ -156,11 +156,25 @@ impl EventSink for ChannelSink {
 /// audit log record). Implementations log their own failures: the run does not stop for them.
 #[async_trait::async_trait]
 pub trait RunJournal: Send + Sync {
-    /// The tool is about to run (status `executing`) with the effective `arguments`.
-    async fn tool_started(&self, run_id: &str, tool_call_id: &str, tool_name: &str, arguments: &Value);
-    /// The tool ended: `outcome` is `executed` or `failed`; `result` is the observation after the
-    /// PostToolUse chain.
+    /// The tool is about to run (status `executing`) with the effective `arguments`. The answer
+    /// says whether it may: a call this run already made (a resumed run) is never made twice.
+    async fn tool_started(&self, run_id: &str, tool_call_id: &str, tool_name: &str, arguments: &Value) -> ToolStart;
+    /// The tool ended: `outcome` is `executed` or `failed`; `result` is the tool's own result,
+    /// before the PostToolUse chain (so a truncated observation stays whole here).
     async fn tool_finished(&self, run_id: &str, tool_call_id: &str, outcome: &str, result: &Value);
+}
+
+/// What a [`RunJournal`] says about a tool call that is about to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolStart {
+    /// First time: run the tool.
+    Run,
+    /// The call already ran to completion before (a resumed run): reuse its recorded result
+    /// instead of running it again.
+    Done { result: Value, failed: bool },
+    /// The call was started before and its outcome is unknown (the process died while it ran):
+    /// do not run it again; tell the model.
+    Unknown,
 }
 
 /// The emitter of one run: its id, its `seq` counter and its sink. Cheap to clone.
@@ -192,13 +206,18 @@ impl std::fmt::Debug for RunEmitter {
 
 impl RunEmitter {
     pub fn new(run_id: &str, sink: Arc<dyn EventSink>) -> Self {
+        Self::with_first_seq(run_id, sink, 0)
+    }
+
+    /// An emitter whose first event gets `first_seq`: a resumed run continues its stored stream.
+    pub fn with_first_seq(run_id: &str, sink: Arc<dyn EventSink>, first_seq: u64) -> Self {
         RunEmitter {
             run_id: run_id.into(),
             step_id: None,
             node_id: None,
             inner: Arc::new(EmitterInner {
                 sink,
-                pending: Mutex::new((0, VecDeque::new())),
+                pending: Mutex::new((first_seq, VecDeque::new())),
                 delivery: tokio::sync::Mutex::new(()),
             }),
         }

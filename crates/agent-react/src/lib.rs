@@ -2,8 +2,9 @@
 //! the PreToolUse and PostToolUse chains ([`run_agent`]), [`CallAgentTool`] delegation and the
 //! run event stream ([`AgentEvent`]).
 //!
-//! Built-in hooks reach an agent through a [`HookFactory`] the server implements: this crate
-//! depends on `hook-core` and `llm` only.
+//! Built-in hooks reach an agent through a [`HookFactory`] the server implements (usually a
+//! [`HookCatalog`] of named builders): this crate depends on `hook-core` and `llm` only, never on
+//! `hook-builtins` or `store`.
 //!
 //! # Example
 //!
@@ -30,6 +31,7 @@
 //!     hooks: Arc::new(HookRegistry::new()),
 //!     services: RunServices::new(sink.clone()),
 //!     limits: RunLimits::default(),
+//!     first_seq: 0,
 //! })
 //! .await;
 //! assert_eq!(outcome.status, RunStatus::Completed);
@@ -43,8 +45,19 @@
 //! - Argument schemas are checked by a small validator of our own ([`schema`]), not the
 //!   `jsonschema` crate.
 //! - Hooks that emit events (the confirmation gate) reach a run's stream through a [`RunHub`]
-//!   the server shares between the runs and its `ApprovalNotifier`: `hook-core` has no event
-//!   plumbing.
+//!   the server shares between its runs ([`RunServices::hub`]) and its implementation of the
+//!   gate's `ConfirmationEvents` callbacks, which call [`RunHub::emit_now`] (synchronous; the event
+//!   still lands in `seq` order). `hook-core` has no event plumbing.
+//! - The `tool_call` events of a turn are emitted before its calls run; the `tool_result` events
+//!   after all of them ended, in call order — so a transcript is deterministic even though the
+//!   calls run concurrently. `awaiting_confirmation` comes in between, while the gate waits.
+//! - `requires_confirmation` metadata is the tool's own flag; the agent's
+//!   `require_confirmation_for_all` reaches the gate through the [`HookFactory`] (it is in the
+//!   agent's config).
+//! - A call that is not valid JSON, fails its schema, names an unknown tool or exceeds
+//!   [`RunLimits::max_tool_calls`] is *blocked* (`blocked_by` = [`BLOCKED_BY_VALIDATION`],
+//!   [`BLOCKED_BY_UNKNOWN_TOOL`], [`BLOCKED_BY_RUN_LIMITS`]) without running the PreToolUse chain;
+//!   the PostToolUse chain still fires for it with `outcome = blocked`.
 //! - A delegate's run reports to its parent's event sink; its events carry its own `run_id` and
 //!   `run_started.parent_run_id`.
 
@@ -67,7 +80,8 @@ pub use config::{
 };
 pub use delegate::{AgentResolver, CallAgentTool, ResolvedAgent};
 pub use events::{
-    AgentEvent, ChannelSink, EventKind, EventSink, NullSink, RunEmitter, RunHub, RunJournal, RunServices, VecSink,
+    AgentEvent, ChannelSink, EventKind, EventSink, NullSink, RunEmitter, RunHub, RunJournal, RunServices, ToolStart,
+    VecSink,
 };
 pub use http::{
     ConnectorAuth, HttpAction, HttpActionTool, HttpConnector, MAX_RESPONSE_BYTES, RateLimit, http_client,
@@ -75,7 +89,7 @@ pub use http::{
 };
 pub use run::{
     AgentRun, BLOCKED_BY_RUN_LIMITS, BLOCKED_BY_UNKNOWN_TOOL, BLOCKED_BY_VALIDATION, RunLimits, RunOutcome, RunScope,
-    RunStatus, Surface, run_agent,
+    RunStatus, Surface, UNKNOWN_OUTCOME, run_agent,
 };
 pub use sql::{DatabaseConnector, SqlQueryTool};
 pub use tool::{

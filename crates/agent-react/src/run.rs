@@ -9,7 +9,7 @@ use llm::{ChatModel, ChatRequest, Message, ToolArguments, ToolCall, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::events::{EventKind, RunEmitter, RunServices};
+use crate::events::{EventKind, RunEmitter, RunHub, RunServices, ToolStart};
 use crate::schema;
 use crate::tool::{HttpExchange, Tool, ToolCallContext};
 
@@ -133,6 +133,9 @@ pub struct AgentRun {
     pub hooks: Arc<HookRegistry>,
     pub services: RunServices,
     pub limits: RunLimits,
+    /// The `seq` of the run's first event: 0 for a new run; one past the last stored event when a
+    /// run is resumed after a restart.
+    pub first_seq: u64,
 }
 
 impl std::fmt::Debug for AgentRun {
@@ -186,16 +189,26 @@ pub const BLOCKED_BY_RUN_LIMITS: &str = "run_limits";
 ///    exactly one `tool` message keyed by its `tool_call_id` and one `tool_result` event (in call
 ///    order), then the loop goes back to 2.
 pub async fn run_agent(run: AgentRun) -> RunOutcome {
-    let emitter = RunEmitter::new(&run.scope.run_id, run.services.events.clone())
+    let emitter = RunEmitter::with_first_seq(&run.scope.run_id, run.services.events.clone(), run.first_seq)
         .with_location(run.scope.step_id.as_deref(), run.scope.node_id.as_deref());
-    if let Some(hub) = &run.services.hub {
+    // The guard unregisters even when the run is dropped midway (a delegate abandoned at its
+    // parent's wall-time limit).
+    let _registered = run.services.hub.as_ref().map(|hub| {
         hub.register(emitter.clone());
+        HubRegistration { hub, run_id: &run.scope.run_id }
+    });
+    drive(&run, &emitter).await
+}
+
+struct HubRegistration<'a> {
+    hub: &'a RunHub,
+    run_id: &'a str,
+}
+
+impl Drop for HubRegistration<'_> {
+    fn drop(&mut self) {
+        self.hub.unregister(self.run_id);
     }
-    let outcome = drive(&run, &emitter).await;
-    if let Some(hub) = &run.services.hub {
-        hub.unregister(&run.scope.run_id);
-    }
-    outcome
 }
 
 async fn drive(run: &AgentRun, emitter: &RunEmitter) -> RunOutcome {
@@ -349,9 +362,35 @@ struct CallReport {
 
 /// The outcome of the stage before the Post chain.
 enum Stage {
-    Blocked { by: String, reason: String },
-    Executed { result: Value, http: Option<HttpExchange> },
-    Failed { error: String, http: Option<HttpExchange> },
+    Blocked {
+        by: String,
+        reason: String,
+    },
+    Executed {
+        result: Value,
+        http: Option<HttpExchange>,
+    },
+    Failed {
+        error: String,
+        http: Option<HttpExchange>,
+    },
+    /// The call completed before a restart: its recorded result, not run again.
+    Replayed {
+        result: Value,
+    },
+    /// The call failed before a restart: its recorded failure, not run again.
+    ReplayedFailure {
+        error: String,
+    },
+}
+
+/// The observation of a call that was running when the process stopped (DESIGN: at most once).
+pub const UNKNOWN_OUTCOME: &str = "the outcome of this tool call is unknown: the server stopped while it was running, \
+and it was not run again";
+
+/// The failure text of a recorded failed result (`{"error": "…"}` or any other JSON).
+fn failure_text(result: &Value) -> String {
+    result.get("error").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| result.to_string())
 }
 
 async fn process_call(
@@ -422,7 +461,14 @@ async fn process_call(
         }
 
         if let Some(journal) = &run.services.journal {
-            journal.tool_started(&scope.run_id, &call.id, &call.name, &args).await;
+            match journal.tool_started(&scope.run_id, &call.id, &call.name, &args).await {
+                ToolStart::Run => {}
+                ToolStart::Done { result, failed: false } => break 'stage Stage::Replayed { result },
+                ToolStart::Done { result, failed: true } => {
+                    break 'stage Stage::ReplayedFailure { error: failure_text(&result) };
+                }
+                ToolStart::Unknown => break 'stage Stage::Failed { error: UNKNOWN_OUTCOME.into(), http: None },
+            }
         }
         let tool_ctx = ToolCallContext {
             scope: scope.clone(),
@@ -442,10 +488,19 @@ async fn process_call(
         }
     };
 
+    let mut replayed = false;
     let (outcome, result, blocked_by, error, http) = match stage {
         Stage::Blocked { by, reason } => ("blocked", Value::String(reason.clone()), Some(by), Some(reason), None),
         Stage::Executed { result, http } => ("executed", result, None, None, http),
         Stage::Failed { error, http } => ("failed", json!({ "error": error }), None, Some(error), http),
+        Stage::Replayed { result } => {
+            replayed = true;
+            ("executed", result, None, None, None)
+        }
+        Stage::ReplayedFailure { error } => {
+            replayed = true;
+            ("failed", json!({ "error": error }), None, Some(error), None)
+        }
     };
     metadata.insert(meta::OUTCOME.into(), outcome.into());
     metadata.insert(meta::ORIGINAL_ARGS.into(), original_args);
@@ -469,12 +524,12 @@ async fn process_call(
     ctx.metadata = metadata;
     let post = run.hooks.run_post_tool_use_detailed(&ctx).await;
     side_effects.extend(post.result.side_effects);
-    let output = post.result.modified_result.unwrap_or(result);
-
     if outcome != "blocked"
+        && !replayed
         && let Some(journal) = &run.services.journal
     {
-        journal.tool_finished(&scope.run_id, &call.id, outcome, &output).await;
+        journal.tool_finished(&scope.run_id, &call.id, outcome, &result).await;
     }
+    let output = post.result.modified_result.unwrap_or(result);
     CallReport { tool_call_id: call.id.clone(), output, blocked_by, error, side_effects }
 }

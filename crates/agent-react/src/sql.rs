@@ -2,7 +2,7 @@ use std::sync::{Arc, LazyLock};
 
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, FromQueryResult, JsonValue, Statement};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::OnceCell;
 
 use crate::ToolBuildError;
@@ -131,6 +131,23 @@ impl Tool for SqlQueryTool {
     }
     fn connector(&self) -> Option<&ConnectorIdentity> {
         Some(&self.identity)
+    }
+    /// `sql_dialect` (`sqlite` or `postgresql`), so the read-only guard parses the SQL the way the
+    /// database will (e.g. SQLite's `?` placeholders).
+    fn extra_metadata(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        let url = self.connector.url.as_str();
+        let dialect = if url.starts_with("sqlite:") {
+            Some("sqlite")
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some("postgresql")
+        } else {
+            None
+        };
+        if let Some(dialect) = dialect {
+            m.insert(hook_core::meta::SQL_DIALECT.into(), dialect.into());
+        }
+        m
     }
 
     async fn call(&self, args: Value, _ctx: &ToolCallContext) -> Result<ToolOutput, ToolError> {

@@ -39,9 +39,10 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let bind_raw = get("TOLLGATE_BIND").unwrap_or_else(|| "127.0.0.1:8080".to_owned());
-        let bind = bind_raw
-            .parse::<SocketAddr>()
-            .map_err(|e| ConfigError { var: "TOLLGATE_BIND", message: format!("`{bind_raw}` is not host:port ({e})") })?;
+        let bind = bind_raw.parse::<SocketAddr>().map_err(|e| ConfigError {
+            var: "TOLLGATE_BIND",
+            message: format!("`{bind_raw}` is not host:port ({e})"),
+        })?;
         let demo = match get("TOLLGATE_DEMO").as_deref() {
             None | Some("1") | Some("true") => true,
             Some("0") | Some("false") => false,
@@ -53,7 +54,10 @@ impl Config {
             None | Some("text") => false,
             Some("json") => true,
             Some(other) => {
-                return Err(ConfigError { var: "TOLLGATE_LOG_FORMAT", message: format!("`{other}` is not text or json") });
+                return Err(ConfigError {
+                    var: "TOLLGATE_LOG_FORMAT",
+                    message: format!("`{other}` is not text or json"),
+                });
             }
         };
         Ok(Config {

@@ -70,15 +70,16 @@ pub async fn seed(state: &AppState) -> anyhow::Result<Option<Demo>> {
 async fn seed_connector_and_agents(state: &AppState, org_id: &str, user_id: &str) -> anyhow::Result<()> {
     let store = state.store();
     let base_url = format!("http://{}{}", state.config().bind, crate::demo_upstream::PREFIX);
-    let action = |name: &str, method: &str, path: &str, schema: serde_json::Value, confirm: bool| store::NewConnectorAction {
-        name: name.to_owned(),
-        description: format!("{method} {path}"),
-        method: method.to_owned(),
-        path: path.to_owned(),
-        parameters_schema: schema,
-        requires_confirmation: confirm,
-        side_effect: if method == "GET" { store::SideEffect::Read } else { store::SideEffect::Write },
-    };
+    let action =
+        |name: &str, method: &str, path: &str, schema: serde_json::Value, confirm: bool| store::NewConnectorAction {
+            name: name.to_owned(),
+            description: format!("{method} {path}"),
+            method: method.to_owned(),
+            path: path.to_owned(),
+            parameters_schema: schema,
+            requires_confirmation: confirm,
+            side_effect: if method == "GET" { store::SideEffect::Read } else { store::SideEffect::Write },
+        };
     let erp = store
         .create_connector(&store::NewConnector {
             org_id: org_id.to_owned(),
@@ -111,10 +112,36 @@ async fn seed_connector_and_agents(state: &AppState, org_id: &str, user_id: &str
         .await?;
     let call = |name: &str, args: serde_json::Value| json!({"name": name, "arguments": args});
     let agents = [
-        ("payments", "You pay supplier invoices.", vec![call("erp__create_payment", json!({"amount_cny": 68000, "payee": "Acme Trading Co.", "memo": "INV-2026-1130"}))], "Payment submitted for approval and executed."),
-        ("ops", "You maintain customer records.", vec![call("erp__update_customer", json!({"id": "C-1001", "tier": "platinum"}))], "Customer update attempted."),
-        ("reports", "You summarise reports.", vec![call("erp__get_report", json!({"name": "q4-ledger"}))], "The Q4 ledger has 200 entries."),
-        ("fx-burst", "You quote FX rates.", ["USD", "EUR", "JPY", "HKD", "GBP"].iter().map(|c| call("erp__get_fx_rate", json!({"currency": c}))).collect(), "Quoted the rates I could get."),
+        (
+            "payments",
+            "You pay supplier invoices.",
+            vec![call(
+                "erp__create_payment",
+                json!({"amount_cny": 68000, "payee": "Acme Trading Co.", "memo": "INV-2026-1130"}),
+            )],
+            "Payment submitted for approval and executed.",
+        ),
+        (
+            "ops",
+            "You maintain customer records.",
+            vec![call("erp__update_customer", json!({"id": "C-1001", "tier": "platinum"}))],
+            "Customer update attempted.",
+        ),
+        (
+            "reports",
+            "You summarise reports.",
+            vec![call("erp__get_report", json!({"name": "q4-ledger"}))],
+            "The Q4 ledger has 200 entries.",
+        ),
+        (
+            "fx-burst",
+            "You quote FX rates.",
+            ["USD", "EUR", "JPY", "HKD", "GBP"]
+                .iter()
+                .map(|c| call("erp__get_fx_rate", json!({"currency": c})))
+                .collect(),
+            "Quoted the rates I could get.",
+        ),
     ];
     for (name, instructions, calls, answer) in agents {
         let config = json!({

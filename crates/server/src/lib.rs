@@ -54,6 +54,11 @@ pub async fn prepare(config: Config) -> anyhow::Result<Started> {
         None
     };
     tokio::spawn(sweep_expired(state.clone()));
+    tokio::spawn(purge_callback_events(state.clone()));
+    let resumed = wiring::resume_runs(&state).await.map_err(|e| anyhow::anyhow!("resuming runs: {e}"))?;
+    if resumed > 0 {
+        tracing::info!(resumed, "resumed runs interrupted by a restart");
+    }
     Ok(Started { state, banner })
 }
 
@@ -93,20 +98,22 @@ async fn sweep_expired(state: AppState) {
             match state.store().decide_confirmation(&row.id, &update).await {
                 Ok(DecideOutcome::Decided(record)) => {
                     state.confirmations().notify_decided(&record.id);
-                    if let (Some(channel_id), Some(message_id)) = (&record.channel_id, &record.message_id) {
-                        if let Ok(Some(channel)) = state.channel(channel_id).await {
-                            let card = wiring::card_for(&state, &record).await;
-                            if let Some(card_state) = routes::confirmations::final_state(&record) {
-                                if let Err(e) = channel.update_approval(message_id, &card, &card_state).await {
-                                    tracing::warn!(confirmation_id = %record.id, "cannot update the expired card: {e}");
-                                }
-                            }
-                        }
-                    }
+                    wiring::update_card(&state, &record).await;
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(confirmation_id = %row.id, "cannot expire: {e}"),
             }
+        }
+    }
+}
+
+/// Forgets Feishu delivery keys older than 24 h (de-duplication must hold ≥ 12 h). Hourly.
+async fn purge_callback_events(state: AppState) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        ticker.tick().await;
+        if let Err(e) = state.store().purge_callback_events(Duration::from_secs(24 * 3600)).await {
+            tracing::warn!("callback de-duplication purge failed: {e}");
         }
     }
 }

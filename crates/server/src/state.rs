@@ -22,6 +22,7 @@ struct Inner {
     confirmations: Arc<ConfirmationHub>,
     runs: Arc<RunHub>,
     streams: DashMap<String, broadcast::Sender<AgentEvent>>,
+    tasks: DashMap<String, tokio::task::AbortHandle>,
     rate_limit: Arc<ConnectorRateLimitHook>,
     http: reqwest::Client,
     channels: DashMap<String, Arc<dyn ApprovalChannel>>,
@@ -44,6 +45,7 @@ impl AppState {
             confirmations,
             runs: Arc::new(RunHub::new()),
             streams: DashMap::new(),
+            tasks: DashMap::new(),
             rate_limit: Arc::new(ConnectorRateLimitHook::new(ConnectorRateLimitConfig::default())),
             http,
             channels: DashMap::new(),
@@ -95,7 +97,27 @@ impl AppState {
         (tx, rx)
     }
 
-    pub fn close_run_stream(&self, run_id: &str) {
+    /// Remembers the task of a run started by this process (for cancellation).
+    pub fn track_run(&self, run_id: &str, task: tokio::task::AbortHandle) {
+        self.0.tasks.insert(run_id.to_owned(), task);
+    }
+
+    /// Whether this process runs `run_id`.
+    pub fn is_tracked(&self, run_id: &str) -> bool {
+        self.0.tasks.contains_key(run_id)
+    }
+
+    /// Stops the task of `run_id` if this process runs it, and closes its stream.
+    pub fn abort_run(&self, run_id: &str) {
+        if let Some((_, task)) = self.0.tasks.remove(run_id) {
+            task.abort();
+        }
+        self.0.streams.remove(run_id);
+    }
+
+    /// Forgets a run that ended: its task and its live stream.
+    pub fn finish_run(&self, run_id: &str) {
+        self.0.tasks.remove(run_id);
         self.0.streams.remove(run_id);
     }
 

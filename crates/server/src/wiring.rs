@@ -7,11 +7,13 @@ use std::sync::Arc;
 use agent_react::{
     AgentConfig, AgentContextInfo, AgentEvent, AgentResolver, AgentRun, CallAgentTool, ConnectorAuth,
     DatabaseConnector, EventKind, EventSink, HookBuildError, HookFactory, HttpAction, HttpActionTool, HttpConnector,
-    ResolvedAgent, RunJournal, RunLimits, RunScope, RunServices, SideEffect, SqlQueryTool, Surface, Tool,
+    ResolvedAgent, RunJournal, RunLimits, RunScope, RunServices, SideEffect, SqlQueryTool, Surface, Tool, ToolStart,
     builtin_tool, run_agent,
 };
 use channel_core::ApprovalChannel;
-use hook_builtins::ports::{ApproverScope, ConfirmationRecord, DeliveryMode};
+use hook_builtins::ports::{
+    ApprovalNotifier, ApproverScope, ConfirmationRecord, ConfirmationStatus, DecideOutcome, DeliveryMode,
+};
 use hook_builtins::{
     AuditLogConfig, AuditLogHook, ConfirmationEvents, ConfirmationGateHook, ConnectorRateLimitConfig,
     ConnectorRateLimitHook, GateConfig, GateDeps, ReadOnlyGuard, ReadOnlyGuardConfig, ResultTruncateConfig,
@@ -338,8 +340,9 @@ fn connector_tools(state: &AppState, connector: &store::Connector) -> Result<Vec
         }
         ConnectorKind::Database => {
             let url = connector.url.clone().ok_or_else(|| format!("connector '{}' has no url", connector.name))?;
-            let tool = SqlQueryTool::new(DatabaseConnector { id: connector.id.clone(), name: connector.name.clone(), url })
-                .map_err(|e| e.to_string())?;
+            let tool =
+                SqlQueryTool::new(DatabaseConnector { id: connector.id.clone(), name: connector.name.clone(), url })
+                    .map_err(|e| e.to_string())?;
             Ok(vec![tool as Arc<dyn Tool>])
         }
     }
@@ -362,9 +365,8 @@ impl AgentResolver for Resolver {
             .filter(|a| a.org_id == parent.org_id)
             .ok_or_else(|| format!("agent {agent_id} not found"))?;
         let config = agent_config(&agent)?;
-        let factory: Arc<dyn HookFactory> = Arc::new(
-            ServerHookFactory::for_org(&self.state, &agent.org_id).await.map_err(|e| e.to_string())?,
-        );
+        let factory: Arc<dyn HookFactory> =
+            Arc::new(ServerHookFactory::for_org(&self.state, &agent.org_id).await.map_err(|e| e.to_string())?);
         let model = config.model.build().map_err(|e| e.to_string())?;
         let tools = build_tools(&self.state, &agent, &config, factory).await?;
         Ok(ResolvedAgent { info: context_info(&agent, config), model, tools })
@@ -408,7 +410,7 @@ struct StoreJournal {
 
 #[async_trait::async_trait]
 impl RunJournal for StoreJournal {
-    async fn tool_started(&self, run_id: &str, tool_call_id: &str, tool_name: &str, arguments: &Value) {
+    async fn tool_started(&self, run_id: &str, tool_call_id: &str, tool_name: &str, arguments: &Value) -> ToolStart {
         let new = store::NewToolExecution {
             run_id: run_id.to_owned(),
             tool_call_id: tool_call_id.to_owned(),
@@ -416,8 +418,23 @@ impl RunJournal for StoreJournal {
             original_args: arguments.clone(),
             effective_args: Some(arguments.clone()),
         };
-        if let Err(e) = self.store.start_tool_execution(&new).await {
-            tracing::warn!(run_id, tool_call_id, "cannot record the tool execution: {e}");
+        match self.store.start_tool_execution(&new).await {
+            Ok((_, true)) => ToolStart::Run,
+            Ok((existing, false)) => match existing.status {
+                store::ToolExecutionStatus::Executing => ToolStart::Unknown,
+                status => ToolStart::Done {
+                    result: existing.result.unwrap_or(Value::Null),
+                    failed: status != store::ToolExecutionStatus::Completed,
+                },
+            },
+            Err(e) => {
+                // Without the `executing` record the call could run twice after a crash: refuse it.
+                tracing::error!(run_id, tool_call_id, "cannot record the tool execution: {e}");
+                ToolStart::Done {
+                    result: serde_json::json!({"error": format!("the tool did not run: its execution could not be recorded ({e})")}),
+                    failed: true,
+                }
+            }
         }
     }
 
@@ -442,6 +459,9 @@ pub struct StartRun {
     pub user_id: Option<String>,
     pub conversation_id: Option<String>,
     pub message: String,
+    /// The `seq` of the run's first new event: 0 for a new run, one past the last stored event for
+    /// a resumed one.
+    pub first_seq: u64,
 }
 
 /// Prepares and spawns a top-level run; returns a receiver of its live events (subscribed before
@@ -457,9 +477,11 @@ pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver
         journal: Some(Arc::new(StoreJournal { store: state.store().clone() })),
         hub: Some(state.runs().clone()),
     };
-    let state = state.clone();
+    let task_state = state.clone();
     state.metrics().run_started();
-    tokio::spawn(async move {
+    let run_id = start.run_id.clone();
+    let task = tokio::spawn(async move {
+        let state = task_state;
         let run_id = start.run_id.clone();
         let prepared = prepare(&state, &start, services.clone()).await;
         let (status, answer, error) = match prepared {
@@ -471,8 +493,10 @@ pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver
                 }
             }
             Err(why) => {
-                let emitter = agent_react::RunEmitter::new(&run_id, sink.clone());
-                emitter.emit(EventKind::RunStarted { agent_id: Some(start.agent.id.clone()), parent_run_id: None }).await;
+                let emitter = agent_react::RunEmitter::with_first_seq(&run_id, sink.clone(), start.first_seq);
+                emitter
+                    .emit(EventKind::RunStarted { agent_id: Some(start.agent.id.clone()), parent_run_id: None })
+                    .await;
                 emitter.emit(EventKind::RunFailed { error: why.clone() }).await;
                 (RunStatus::Failed, None, Some(why))
             }
@@ -481,9 +505,80 @@ pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver
         if let Err(e) = state.store().update_run(&run_id, &RunUpdate { status, answer, error }).await {
             tracing::error!(run_id, "cannot record the run's end: {e}");
         }
-        state.close_run_stream(&run_id);
+        state.finish_run(&run_id);
     });
+    state.track_run(&run_id, task.abort_handle());
     receiver
+}
+
+/// Resumes every top-level run a previous process left `running` or `awaiting_confirmation`:
+/// the run starts again from its input; its tool calls keep their ids, so a pending approval
+/// re-attaches to its row (no second card), a decision made meanwhile is honoured, an expired one
+/// is reported as such, and a call that was executing when the process died is reported to the
+/// model as having an unknown outcome (never run twice). Interrupted delegate runs are failed
+/// (their parent's call reports an unknown outcome). Returns how many runs were resumed.
+pub async fn resume_runs(state: &AppState) -> Result<usize, ApiError> {
+    let runs = state.store().list_runs_by_status(&[RunStatus::Running, RunStatus::AwaitingConfirmation]).await?;
+    let mut resumed = 0;
+    for run in runs {
+        if state.is_tracked(&run.id) {
+            continue;
+        }
+        let agent = state.store().get_agent(&run.agent_id).await?;
+        let (Some(agent), Some(input), None) = (agent, run.input.clone(), &run.parent_run_id) else {
+            let error = if run.parent_run_id.is_some() {
+                "interrupted by a server restart; the delegating run reports its outcome as unknown"
+            } else {
+                "cannot resume after a restart: the agent or the run's input is gone"
+            };
+            let update = RunUpdate { status: RunStatus::Failed, answer: None, error: Some(error.to_owned()) };
+            state.store().update_run(&run.id, &update).await?;
+            continue;
+        };
+        let first_seq =
+            state.store().list_run_events(&run.id, None).await?.last().map(|e| e.seq as u64 + 1).unwrap_or(0);
+        tracing::info!(run_id = %run.id, first_seq, "resuming run after restart");
+        let start = StartRun {
+            run_id: run.id.clone(),
+            agent,
+            user_id: run.user_id.clone(),
+            conversation_id: run.conversation_id.clone(),
+            message: input,
+            first_seq,
+        };
+        drop(start_run(state, start).await);
+        resumed += 1;
+    }
+    Ok(resumed)
+}
+
+/// Cancels a run: stops its task if it runs in this process, cancels its pending confirmations
+/// (cards updated), emits `run_failed` and records `cancelled` with the reason.
+pub async fn cancel_run(state: &AppState, run: &store::Run, reason: &str) -> Result<store::Run, ApiError> {
+    let error = format!("cancelled: {reason}");
+    // Into the live stream first (it ends SSE clients), then stop the task.
+    state.runs().emit(&run.id, EventKind::RunFailed { error: error.clone() }).await;
+    state.abort_run(&run.id);
+    let pending = state.store().list_confirmations(&run.org_id, Some(ConfirmationStatus::Pending)).await?;
+    for record in pending.into_iter().filter(|r| r.run_id == run.id) {
+        if let DecideOutcome::Decided(record) = state.store().cancel_confirmation(&record.id, Some(&error)).await? {
+            state.confirmations().notify_decided(&record.id);
+            update_card(state, &record).await;
+        }
+    }
+    let update = RunUpdate { status: RunStatus::Cancelled, answer: None, error: Some(error) };
+    Ok(state.store().update_run(&run.id, &update).await?)
+}
+
+/// Patches a decided request's card to its final state, logging failures.
+pub async fn update_card(state: &AppState, record: &ConfirmationRecord) {
+    let (Some(channel_id), Some(message_id)) = (&record.channel_id, &record.message_id) else { return };
+    let Ok(Some(channel)) = state.channel(channel_id).await else { return };
+    let Some(card_state) = crate::routes::confirmations::final_state(record) else { return };
+    let card = card_for(state, record).await;
+    if let Err(e) = channel.update_approval(message_id, &card, &card_state).await {
+        tracing::warn!(confirmation_id = %record.id, "cannot update the approval card: {e}");
+    }
 }
 
 async fn prepare(state: &AppState, start: &StartRun, services: RunServices) -> Result<AgentRun, String> {
@@ -506,6 +601,7 @@ async fn prepare(state: &AppState, start: &StartRun, services: RunServices) -> R
         depth: 0,
     };
     Ok(AgentRun {
+        first_seq: start.first_seq,
         scope,
         instructions: config.instructions.clone(),
         history: Vec::new(),
@@ -524,9 +620,7 @@ pub async fn validate_agent(state: &AppState, agent: &store::Agent) -> Result<()
     let config = agent_config(agent).map_err(ApiError::validation)?;
     config.model.build().map_err(|e| ApiError::validation(format!("model: {e}")))?;
     let factory = ServerHookFactory::for_org(state, &agent.org_id).await?;
-    factory
-        .build(&context_info(agent, config))
-        .map_err(|e| ApiError::validation(format!("hooks: {e}")))?;
+    factory.build(&context_info(agent, config)).map_err(|e| ApiError::validation(format!("hooks: {e}")))?;
     Ok(())
 }
 

@@ -202,6 +202,7 @@ pub mod runs {
         pub parent_run_id: Option<String>,
         pub surface: String,
         pub status: String,
+        pub input: Option<String>,
         pub answer: Option<String>,
         pub error: Option<String>,
         pub created_at: ChronoDateTimeUtc,

@@ -256,6 +256,8 @@ pub struct NewRun {
     /// `react`, `dag`, `delegate` or `workflow`.
     pub surface: String,
     pub status: RunStatus,
+    /// The user's message that started the run (kept to resume it after a restart).
+    pub input: Option<String>,
 }
 
 /// A `runs` row.
@@ -269,6 +271,7 @@ pub struct Run {
     pub parent_run_id: Option<String>,
     pub surface: String,
     pub status: RunStatus,
+    pub input: Option<String>,
     pub answer: Option<String>,
     pub error: Option<String>,
     pub created_at: DateTime<Utc>,

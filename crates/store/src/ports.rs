@@ -67,6 +67,10 @@ impl ApproverDirectory for Store {
     async fn agent_owner(&self, agent_id: &str) -> Result<Option<String>, PortError> {
         Ok(self.get_agent(agent_id).await?.and_then(|agent| agent.owner_user_id))
     }
+
+    async fn agent_name(&self, agent_id: &str) -> Result<Option<String>, PortError> {
+        Ok(self.get_agent(agent_id).await?.map(|agent| agent.name))
+    }
 }
 
 fn approver_from(user: User) -> Approver {

@@ -154,6 +154,8 @@ async fn delegated_call_reaches_the_gate() {
     let (outcome, events) = check(run, &sink).await;
     assert_eq!(outcome.status, RunStatus::Completed);
     insta::assert_json_snapshot!(events);
+    // Finished runs leave the hub.
+    assert!(!factory.hub.emit_now(crate::support::RUN_ID, EventKind::Answer { content: "late".into() }));
 
     // The gate saw the delegate's call with the delegate surface, inherited user and org.
     let gate = factory.gate_seen.lock().unwrap();

@@ -290,12 +290,21 @@ async fn limits_end_runs() {
 #[derive(Default)]
 struct Journal {
     entries: std::sync::Mutex<Vec<String>>,
+    /// What `tool_started` answers per tool call id (default: run it).
+    answers: std::sync::Mutex<std::collections::HashMap<String, agent_react::ToolStart>>,
 }
 
 #[async_trait::async_trait]
 impl agent_react::RunJournal for Journal {
-    async fn tool_started(&self, run_id: &str, tool_call_id: &str, tool_name: &str, arguments: &Value) {
+    async fn tool_started(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        arguments: &Value,
+    ) -> agent_react::ToolStart {
         self.entries.lock().unwrap().push(format!("started {run_id}/{tool_call_id} {tool_name} {arguments}"));
+        self.answers.lock().unwrap().remove(tool_call_id).unwrap_or(agent_react::ToolStart::Run)
     }
     async fn tool_finished(&self, run_id: &str, tool_call_id: &str, outcome: &str, result: &Value) {
         self.entries.lock().unwrap().push(format!("finished {run_id}/{tool_call_id} {outcome} {result}"));
@@ -325,6 +334,40 @@ async fn journal_records_calls_that_reach_the_tool() {
             r#"finished run-1/call_0_1 failed {"error":"the upstream said no"}"#,
         ]
     );
+}
+
+/// A resumed run: a call that completed before the restart is not made again (its recorded result
+/// is the observation); a call whose outcome is unknown is reported as such, not retried.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_run_never_runs_a_recorded_call_twice() {
+    let model = scripted(json!([
+        {"tool_calls": [
+            {"name": "payments__get_balance", "arguments": {}},
+            {"name": "payments__get_balance", "arguments": {"again": true}}
+        ]},
+        {"content": "ok"}
+    ]));
+    let journal = Arc::new(Journal::default());
+    journal.answers.lock().unwrap().extend([
+        ("call_0_0".to_owned(), agent_react::ToolStart::Done { result: json!({"balance": 7}), failed: false }),
+        ("call_0_1".to_owned(), agent_react::ToolStart::Unknown),
+    ]);
+    let mut tool = FakeTool::new("payments__get_balance", SideEffect::Read);
+    tool.result = Some(json!({"balance": 999}));
+    let (mut run, sink) = agent_run(model, vec![tool.arc()], HookRegistry::new());
+    run.services.journal = Some(journal.clone());
+    run.first_seq = 10;
+    let (outcome, events) = check(run, &sink).await;
+    assert_eq!(outcome.status, RunStatus::Completed);
+    let results: Vec<&Value> = events.iter().filter(|e| e["event"] == "tool_result").map(|e| &e["output"]).collect();
+    assert_eq!(results[0], &json!({"balance": 7}), "the recorded result, not a second call");
+    assert_eq!(results[1], &json!({"error": agent_react::UNKNOWN_OUTCOME}));
+    // Only the unknown call is finished (as failed); the replayed one is left as recorded.
+    let entries = journal.entries.lock().unwrap().clone();
+    assert_eq!(entries.iter().filter(|e| e.starts_with("finished")).count(), 1, "{entries:?}");
+    assert!(entries.iter().any(|e| e.starts_with("finished run-1/call_0_1 failed")), "{entries:?}");
+    let seqs: Vec<u64> = sink.events().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs.first(), Some(&10), "a resumed run continues its stored seq");
 }
 
 #[tokio::test(flavor = "multi_thread")]

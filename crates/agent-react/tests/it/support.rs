@@ -231,6 +231,7 @@ pub fn agent_run(
         hooks: Arc::new(hooks),
         services: RunServices::new(sink.clone()),
         limits: RunLimits::default(),
+        first_seq: 0,
     };
     (run, sink)
 }

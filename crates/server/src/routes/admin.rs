@@ -63,7 +63,11 @@ pub async fn create_org(
 
 /// An organization (its members and the platform admin).
 #[utoipa::path(get, path = "/api/v1/orgs/{id}", responses((status = 200, body = OrgView)), tag = "orgs")]
-pub async fn get_org(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<OrgView>, ApiError> {
+pub async fn get_org(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<OrgView>, ApiError> {
     caller.org_member(&id, "org")?;
     let org = state.store().get_org(&id).await?.ok_or_else(|| ApiError::not_found("org"))?;
     Ok(Json(org.into()))
@@ -218,8 +222,8 @@ pub async fn create_channel(
     if body.kind != "feishu" {
         return Err(ApiError::validation(format!("unsupported channel type `{}`: expected feishu", body.kind)));
     }
-    let config: channel_feishu::FeishuConfig = serde_json::from_value(body.config.clone())
-        .map_err(|e| ApiError::validation(format!("config: {e}")))?;
+    let config: channel_feishu::FeishuConfig =
+        serde_json::from_value(body.config.clone()).map_err(|e| ApiError::validation(format!("config: {e}")))?;
     for (field, value) in [
         ("app_id", &config.app_id),
         ("app_secret", &config.app_secret),
@@ -355,7 +359,9 @@ fn valid_name(field: &str, name: &str) -> Result<(), ApiError> {
         return Err(ApiError::validation(format!("`{field}` must be 1-40 of A-Z a-z 0-9 _ -, got `{name}`")));
     }
     if name.contains("__") {
-        return Err(ApiError::validation(format!("`{field}` must not contain `__` (it separates connector and action)")));
+        return Err(ApiError::validation(format!(
+            "`{field}` must not contain `__` (it separates connector and action)"
+        )));
     }
     Ok(())
 }
@@ -383,7 +389,10 @@ pub async fn create_connector(
     let mut actions = Vec::new();
     match kind {
         store::ConnectorKind::Http => {
-            let base = body.base_url.as_deref().ok_or_else(|| ApiError::validation("`base_url` is required for http connectors"))?;
+            let base = body
+                .base_url
+                .as_deref()
+                .ok_or_else(|| ApiError::validation("`base_url` is required for http connectors"))?;
             let url = reqwest::Url::parse(base).map_err(|e| ApiError::validation(format!("`base_url`: {e}")))?;
             if !matches!(url.scheme(), "http" | "https") {
                 return Err(ApiError::validation("`base_url` must be http or https"));
@@ -403,12 +412,16 @@ pub async fn create_connector(
                     return Err(ApiError::validation(format!("action `{}`: `path` must start with /", action.name)));
                 }
                 if !action.parameters_schema.is_object() {
-                    return Err(ApiError::validation(format!("action `{}`: `parameters_schema` must be an object", action.name)));
+                    return Err(ApiError::validation(format!(
+                        "action `{}`: `parameters_schema` must be an object",
+                        action.name
+                    )));
                 }
                 let method = action.method.to_ascii_uppercase();
                 let side_effect = match action.side_effect.as_deref() {
-                    Some(s) => store::SideEffect::parse(s)
-                        .ok_or_else(|| ApiError::validation(format!("`side_effect` must be read or write, not `{s}`")))?,
+                    Some(s) => store::SideEffect::parse(s).ok_or_else(|| {
+                        ApiError::validation(format!("`side_effect` must be read or write, not `{s}`"))
+                    })?,
                     None if matches!(method.as_str(), "GET" | "HEAD" | "OPTIONS") => store::SideEffect::Read,
                     None => store::SideEffect::Write,
                 };
@@ -424,7 +437,8 @@ pub async fn create_connector(
             }
         }
         store::ConnectorKind::Database => {
-            let url = body.url.as_deref().ok_or_else(|| ApiError::validation("`url` is required for database connectors"))?;
+            let url =
+                body.url.as_deref().ok_or_else(|| ApiError::validation("`url` is required for database connectors"))?;
             if !(url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
                 return Err(ApiError::validation("`url` must be a sqlite: or postgres:// URL"));
             }
@@ -602,7 +616,11 @@ pub async fn create_agent(
 
 /// An agent (members of its org).
 #[utoipa::path(get, path = "/api/v1/agents/{id}", responses((status = 200, body = AgentView)), tag = "agents")]
-pub async fn get_agent(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<AgentView>, ApiError> {
+pub async fn get_agent(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<AgentView>, ApiError> {
     let agent = state.store().get_agent(&id).await?.ok_or_else(|| ApiError::not_found("agent"))?;
     caller.org_member(&agent.org_id, "agent")?;
     Ok(Json(agent.into()))

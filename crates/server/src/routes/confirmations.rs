@@ -101,7 +101,9 @@ pub async fn list_confirmations(
     let status = match query.status.as_deref() {
         None => None,
         Some(s) => Some(ConfirmationStatus::parse(s).ok_or_else(|| {
-            ApiError::validation(format!("`status` must be pending, approved, rejected, expired or cancelled, not `{s}`"))
+            ApiError::validation(format!(
+                "`status` must be pending, approved, rejected, expired or cancelled, not `{s}`"
+            ))
         })?),
     };
     let rows = state.store().list_confirmations(&org_id, status).await?;
@@ -149,7 +151,9 @@ pub async fn decide_confirmation(
     };
     let record = confirmation_in_org(&state, &caller, &id).await?;
     let Caller::User(user) = &caller else {
-        return Err(ApiError::Forbidden("decisions are made by users of the organization, not the platform admin".into()));
+        return Err(ApiError::Forbidden(
+            "decisions are made by users of the organization, not the platform admin".into(),
+        ));
     };
     let channel = match &record.channel_id {
         Some(channel_id) => state.channel(channel_id).await.ok().flatten(),
@@ -262,7 +266,9 @@ pub async fn feishu_callback(
             };
             let card = crate::wiring::card_for(&state, &record).await;
             let final_card = card_state.as_ref().map(|s| channel_feishu::final_card(&card, s));
-            if let (Some(channel), Some(message_id), Some(card_state)) = (channel, record.message_id.clone(), card_state) {
+            if let (Some(channel), Some(message_id), Some(card_state)) =
+                (channel, record.message_id.clone(), card_state)
+            {
                 spawn_patch(channel, message_id, card, card_state);
             }
             toast(kind, text, final_card)
@@ -289,15 +295,19 @@ pub fn final_state(record: &ConfirmationRecord) -> Option<CardState> {
             Some(CardState::Rejected { decided_by: by, decided_at: at, reason: record.reason.clone() })
         }
         ConfirmationStatus::Expired => Some(CardState::Expired { at }),
-        ConfirmationStatus::Cancelled => Some(CardState::Cancelled {
-            at,
-            reason: record.reason.clone().unwrap_or_else(|| "cancelled".to_owned()),
-        }),
+        ConfirmationStatus::Cancelled => {
+            Some(CardState::Cancelled { at, reason: record.reason.clone().unwrap_or_else(|| "cancelled".to_owned()) })
+        }
         ConfirmationStatus::Pending => None,
     }
 }
 
-fn spawn_patch(channel: Arc<dyn ApprovalChannel>, message_id: String, card: channel_core::ApprovalCard, state: CardState) {
+fn spawn_patch(
+    channel: Arc<dyn ApprovalChannel>,
+    message_id: String,
+    card: channel_core::ApprovalCard,
+    state: CardState,
+) {
     tokio::spawn(async move {
         // Give Feishu a moment to apply the callback's own answer first.
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;

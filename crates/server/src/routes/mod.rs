@@ -25,7 +25,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
     paths(
         admin::create_org, admin::get_org, admin::patch_org, admin::create_user, admin::create_api_key,
         admin::create_channel, admin::create_connector, admin::get_connector, admin::create_agent, admin::get_agent,
-        runs::chat, runs::get_run, runs::run_events, runs::get_tool_execution,
+        runs::chat, runs::get_run, runs::run_events, runs::cancel_run, runs::get_tool_execution,
         confirmations::list_confirmations, confirmations::get_confirmation, confirmations::decide_confirmation,
         confirmations::feishu_callback, confirmations::connector_calls,
     ),
@@ -51,6 +51,7 @@ pub fn app(state: AppState) -> Router {
         .route("/agents/{id}/chat", post(runs::chat))
         .route("/runs/{id}", get(runs::get_run))
         .route("/runs/{id}/events", get(runs::run_events))
+        .route("/runs/{id}/cancel", post(runs::cancel_run))
         .route("/runs/{id}/tool-executions/{tool_call_id}", get(runs::get_tool_execution))
         .route("/confirmations", get(confirmations::list_confirmations))
         .route("/confirmations/{id}", get(confirmations::get_confirmation))

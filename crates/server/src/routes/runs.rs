@@ -78,6 +78,7 @@ pub async fn chat(
             parent_run_id: None,
             surface: "react".to_owned(),
             status: store::RunStatus::Running,
+            input: Some(body.message.clone()),
         })
         .await?;
     let receiver = start_run(
@@ -88,6 +89,7 @@ pub async fn chat(
             user_id: caller.user_id().map(str::to_owned),
             conversation_id: Some(conversation_id),
             message: body.message,
+            first_seq: 0,
         },
     )
     .await;
@@ -136,7 +138,11 @@ fn live_events(
                         return Some((Ok(sse_event(&event, &run_id)), (receiver, terminal)));
                     }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(run_id, skipped = n, "SSE client too slow: events skipped (replay with GET /runs/{{id}}/events)");
+                        tracing::warn!(
+                            run_id,
+                            skipped = n,
+                            "SSE client too slow: events skipped (replay with GET /runs/{{id}}/events)"
+                        );
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }
@@ -189,7 +195,11 @@ async fn run_in_org(state: &AppState, caller: &Caller, id: &str) -> Result<store
 
 /// A run.
 #[utoipa::path(get, path = "/api/v1/runs/{id}", responses((status = 200, body = RunView)), tag = "runs")]
-pub async fn get_run(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
+pub async fn get_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
     Ok(Json(run_in_org(&state, &caller, &id).await?.into()))
 }
 
@@ -229,6 +239,42 @@ pub async fn run_events(
         _ => futures::future::Either::Right(futures::stream::empty()),
     };
     Ok(sse(futures::StreamExt::chain(futures::stream::iter(replay), live)))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelBody {
+    /// Why the run is cancelled (recorded on the run and its confirmation requests).
+    pub reason: Option<String>,
+}
+
+/// Cancels a run: stops it, cancels its pending confirmation requests (their cards are updated)
+/// and records why. 409 `run_finished` for a run that already ended.
+#[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", request_body = CancelBody,
+    responses((status = 200, body = RunView), (status = 409)), tag = "runs")]
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<RunView>, ApiError> {
+    // The body is optional: empty, or `{"reason": …}`.
+    let body: CancelBody = if body.iter().all(u8::is_ascii_whitespace) {
+        CancelBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::BadRequest { code: "invalid_body", message: e.to_string() })?
+    };
+    let run = run_in_org(&state, &caller, &id).await?;
+    if !matches!(run.status, store::RunStatus::Running | store::RunStatus::AwaitingConfirmation) {
+        return Err(ApiError::Conflict {
+            code: "run_finished",
+            message: format!("the run already ended ({})", run.status.as_str()),
+        });
+    }
+    let who = caller.user_id().unwrap_or("the platform admin").to_owned();
+    let reason = body.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("cancelled by {who}"));
+    Ok(Json(crate::wiring::cancel_run(&state, &run, &reason).await?.into()))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -275,4 +321,3 @@ pub async fn get_tool_execution(
         finished_at: exec.finished_at.map(|t| t.to_rfc3339()),
     }))
 }
-

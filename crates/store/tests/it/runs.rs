@@ -22,6 +22,7 @@ fn new_run(org_id: &str, status: RunStatus) -> NewRun {
         parent_run_id: None,
         surface: "react".to_owned(),
         status,
+        input: Some("pay Acme".to_owned()),
     }
 }
 
