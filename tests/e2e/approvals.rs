@@ -37,11 +37,17 @@ impl Case {
         let awaiting = sse.until("awaiting_confirmation").await;
         assert_eq!(awaiting["tool_name"], "payments__purchase_pay", "{}", self.server.label);
         let id = awaiting["confirmation_id"].as_str().unwrap().to_owned();
+        let run_path = format!("/api/v1/runs/{}", awaiting["run_id"].as_str().unwrap());
+        let run = self.server.get(&run_path, &self.org.requester.key).await.expect(200);
+        assert_eq!(run["status"], "awaiting_confirmation");
         // The row is visible to the org at once, and nothing reached the upstream yet.
         let pending = self.server.first_pending(&self.org.requester.key).await;
         assert_eq!(pending["id"], id);
         assert_eq!(pending["status"], "pending");
-        assert_eq!(pending["tool_args"], json!({"invoice_id": "INV-2026-0042", "amount_cny": 60000, "memo": "servers"}));
+        assert_eq!(
+            pending["tool_args"],
+            json!({"invoice_id": "INV-2026-0042", "amount_cny": 60000, "memo": "servers"})
+        );
         assert_card_sent(&self.feishu, &id).await;
         assert_eq!(self.pay_calls().await, 0);
         (sse, id)
@@ -100,7 +106,10 @@ async fn an_approving_click_runs_the_call_exactly_once() {
         assert!(patched["content"].as_str().unwrap().contains("pprove"), "{patched}");
         let audit = case
             .server
-            .get(&format!("/api/v1/audit/connector-calls?run_id={}", run["id"].as_str().unwrap()), &case.org.requester.key)
+            .get(
+                &format!("/api/v1/audit/connector-calls?run_id={}", run["id"].as_str().unwrap()),
+                &case.org.requester.key,
+            )
             .await
             .expect(200);
         assert_eq!(audit.as_array().unwrap().len(), 1, "{audit}");
@@ -154,6 +163,7 @@ async fn nobody_deciding_expires_the_request() {
         let record = case.confirmation(&id).await;
         assert_eq!(record["status"], "expired");
         assert!(record["responded_by_user_id"].is_null());
+        assert_card_patched(&case.feishu).await;
         // A click after the deadline is answered without effect.
         let (_, late) = case.click(&event_id(), &id, "approve", &case.org.requester.open_id).await;
         assert_eq!(late["toast"]["type"], "info", "{late}");
@@ -166,7 +176,7 @@ async fn nobody_deciding_expires_the_request() {
 #[tokio::test]
 async fn a_forged_signature_is_refused_and_decides_nothing() {
     for db in databases().await {
-        let case = Case::new(db, 2).await;
+        let case = Case::new(db, 3).await;
         let (sse, id) = case.start().await;
         let click = card_click(&event_id(), &id, "approve", &case.org.requester.open_id);
         // Signed (and encrypted) with the wrong key.
@@ -193,7 +203,7 @@ async fn a_forged_signature_is_refused_and_decides_nothing() {
 #[tokio::test]
 async fn a_click_from_outside_the_approver_scope_decides_nothing() {
     for db in databases().await {
-        let case = Case::new(db, 2).await;
+        let case = Case::new(db, 3).await;
         let (sse, id) = case.start().await;
         // A member of the org who did not start the run (scope `initiator`).
         let (_, answer) = case.click(&event_id(), &id, "approve", &case.org.bystander.open_id).await;

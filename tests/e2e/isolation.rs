@@ -30,11 +30,13 @@ async fn org_b_cannot_read_decide_or_list_anything_of_org_a() {
             assert_eq!(answer.expect_error(404), "not_found");
         }
         let click = card_click("evt-cross-org", &confirmation_id, "approve", &b.admin.open_id);
-        let answer = server.feishu_callback(b.channel_id.as_deref().unwrap(), &encrypted_delivery(ENCRYPT_KEY, &click)).await;
+        let answer =
+            server.feishu_callback(b.channel_id.as_deref().unwrap(), &encrypted_delivery(ENCRYPT_KEY, &click)).await;
         assert_eq!(answer.expect(200)["toast"]["type"], "error");
         // A's own channel does not accept B's people either.
         let click = card_click("evt-cross-user", &confirmation_id, "approve", &b.admin.open_id);
-        let answer = server.feishu_callback(a.channel_id.as_deref().unwrap(), &encrypted_delivery(ENCRYPT_KEY, &click)).await;
+        let answer =
+            server.feishu_callback(a.channel_id.as_deref().unwrap(), &encrypted_delivery(ENCRYPT_KEY, &click)).await;
         assert_eq!(answer.expect(200)["toast"]["type"], "error");
         let pending = server.get("/api/v1/confirmations?status=pending", &a.requester.key).await.expect(200);
         assert_eq!(pending.as_array().unwrap().len(), 1, "A still sees its request pending");
@@ -44,7 +46,8 @@ async fn org_b_cannot_read_decide_or_list_anything_of_org_a() {
         let decision = format!("/api/v1/confirmations/{confirmation_id}/decision");
         server.post(&decision, &a.bystander.key, &json!({"decision": "approve"})).await.expect(200);
         sse.finish().await;
-        let audit_a = server.get(&format!("/api/v1/audit/connector-calls?run_id={run_id}"), &a.admin.key).await.expect(200);
+        let audit_a =
+            server.get(&format!("/api/v1/audit/connector-calls?run_id={run_id}"), &a.admin.key).await.expect(200);
         assert_eq!(audit_a.as_array().unwrap().len(), 1, "{audit_a}");
 
         // B reads nothing of A.
@@ -72,15 +75,21 @@ async fn org_b_cannot_read_decide_or_list_anything_of_org_a() {
             assert_eq!(chat.expect_error(404), "not_found");
         }
         // B's admin cannot manage A either.
-        let answer = server.post(&format!("/api/v1/orgs/{}/users", a.id), &b.admin.key, &json!({"name": "x", "role": "admin"})).await;
+        let answer = server
+            .post(&format!("/api/v1/orgs/{}/users", a.id), &b.admin.key, &json!({"name": "x", "role": "admin"}))
+            .await;
         assert_eq!(answer.expect_error(404), "not_found");
         let answer = server.post(&format!("/api/v1/users/{}/api-keys", a.requester.id), &b.admin.key, &json!({})).await;
         assert_eq!(answer.expect_error(404), "not_found");
         let answer = server.post("/api/v1/connectors", &b.admin.key, &payments_connector(&a.id, &upstream.uri())).await;
         assert_eq!(answer.expect_error(404), "not_found");
         let answer = server
-            .post("/api/v1/agents", &b.admin.key, &json!({"org_id": b.id, "name": "thief", "instructions": "",
-                "model": scripted_payment(), "connectors": [a.connector_id]}))
+            .post(
+                "/api/v1/agents",
+                &b.admin.key,
+                &json!({"org_id": b.id, "name": "thief", "instructions": "",
+                "model": scripted_payment(), "connectors": [a.connector_id]}),
+            )
             .await;
         assert_eq!(answer.expect_error(400), "validation_failed");
         // Still one call, from A's approved run.

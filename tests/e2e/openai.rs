@@ -47,7 +47,10 @@ async fn an_openai_compatible_model_completes_with_the_approved_call() {
         let mut sse = server.chat(&agent_id, &org.requester.key, "Pay INV-2026-0042 and show the balance").await;
         let awaiting = sse.until("awaiting_confirmation").await;
         assert_eq!(awaiting["tool_call_id"], "call_example_pay_01");
-        assert_eq!(awaiting["arguments"], json!({"invoice_id": "INV-2026-0042", "amount_cny": 60000, "memo": "服务器采购"}));
+        assert_eq!(
+            awaiting["arguments"],
+            json!({"invoice_id": "INV-2026-0042", "amount_cny": 60000, "memo": "服务器采购"})
+        );
         let id = awaiting["confirmation_id"].as_str().unwrap();
         assert_card_sent(&feishu, id).await;
         assert!(requests_to(&upstream, "/pay").await.is_empty());
@@ -71,7 +74,8 @@ async fn an_openai_compatible_model_completes_with_the_approved_call() {
         assert_eq!(calls[0].headers["authorization"], format!("Bearer {api_key}").as_str());
         let first: Value = serde_json::from_slice(&calls[0].body).unwrap();
         assert_eq!(first["model"], "gpt-4o-mini");
-        let mut tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        let mut tools: Vec<&str> =
+            first["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
         tools.sort_unstable();
         assert_eq!(tools, ["payments__get_balance", "payments__purchase_pay"]);
         let second: Value = serde_json::from_slice(&calls[1].body).unwrap();

@@ -8,8 +8,8 @@ use std::time::Duration;
 use aes::cipher::{BlockEncryptMut, KeyIvInit, block_padding::Pkcs7};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use sha2::{Digest, Sha256};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 use wiremock::matchers::{method, path, path_regex};
@@ -142,8 +142,11 @@ impl Server {
             ("TOLLGATE_ADMIN_TOKEN", ADMIN.to_owned()),
             ("TOLLGATE_PUBLIC_URL", base.clone()),
             ("TOLLGATE_DEMO", "0".to_owned()),
+            // PostgreSQL stores channel and connector secrets only with a key.
+            ("TOLLGATE_SECRET_KEY", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f".to_owned()),
         ];
-        let config = server::Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).unwrap();
+        let config =
+            server::Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).unwrap();
         let started = server::prepare(config).await.unwrap();
         assert!(started.banner.is_none(), "TOLLGATE_DEMO=0 seeds nothing");
         let state = started.state.clone();
@@ -317,18 +320,56 @@ impl SseStream {
     }
 }
 
-/// Asserts a transcript as an insta snapshot with ids and timestamps redacted.
+/// Asserts a transcript as an insta snapshot with ids and timestamps redacted: id fields become
+/// `[name]` when they hold a string (a `null` stays visible), UUIDs inside texts become `[uuid]`.
 #[macro_export]
 macro_rules! assert_transcript {
     ($name:expr, $frames:expr) => {
         insta::assert_json_snapshot!($name, $frames, {
-            "[].data.run_id" => "[run_id]",
-            "[].data.agent_id" => "[agent_id]",
-            "[].data.confirmation_id" => "[confirmation_id]",
-            "[].data.expires_at" => "[expires_at]",
-            "[].data.decided_by" => "[user_id]",
+            "[].data.run_id" => $crate::support::id_redaction("[run_id]"),
+            "[].data.agent_id" => $crate::support::id_redaction("[agent_id]"),
+            "[].data.confirmation_id" => $crate::support::id_redaction("[confirmation_id]"),
+            "[].data.expires_at" => $crate::support::id_redaction("[expires_at]"),
+            "[].data.decided_by" => $crate::support::id_redaction("[user_id]"),
+            "[].data.side_effects[]" => insta::dynamic_redaction(|value, _| match value.as_str() {
+                Some(text) => insta::internals::Content::from($crate::support::redact_uuids(text)),
+                None => value,
+            }),
         })
     };
+}
+
+/// Replaces a string value by `placeholder`; other values (`null`) stay.
+pub fn id_redaction(placeholder: &'static str) -> insta::internals::Redaction {
+    insta::dynamic_redaction(move |value, _| match value.as_str() {
+        Some(_) => insta::internals::Content::from(placeholder),
+        None => value,
+    })
+}
+
+/// `text` with every UUID (8-4-4-4-12 hex digits) replaced by `[uuid]`.
+pub fn redact_uuids(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let is_uuid = |at: usize| {
+        bytes.len() >= at + 36
+            && bytes[at..at + 36].iter().enumerate().all(|(i, b)| match i {
+                8 | 13 | 18 | 23 => *b == b'-',
+                _ => b.is_ascii_hexdigit(),
+            })
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if is_uuid(i) {
+            out.push_str("[uuid]");
+            i += 36;
+        } else {
+            let ch = text[i..].chars().next().unwrap();
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,7 +380,9 @@ pub async fn upstream() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/pay"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"payment_id": "PAY-0001", "status": "submitted"})))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"payment_id": "PAY-0001", "status": "submitted"})),
+        )
         .mount(&server)
         .await;
     Mock::given(method("GET"))
@@ -365,17 +408,24 @@ pub async fn feishu() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(TOKEN_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("feishu", "api_tenant_access_token.json")["response"].clone()))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(fixture("feishu", "api_tenant_access_token.json")["response"].clone()),
+        )
         .mount(&server)
         .await;
     Mock::given(method("POST"))
         .and(path(MESSAGES_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("feishu", "api_send_message.json")["response"].clone()))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(fixture("feishu", "api_send_message.json")["response"].clone()),
+        )
         .mount(&server)
         .await;
     Mock::given(method("PATCH"))
         .and(path_regex(r"^/open-apis/im/v1/messages/[^/]+$"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(fixture("feishu", "api_patch_message.json")["response"].clone()))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(fixture("feishu", "api_patch_message.json")["response"].clone()),
+        )
         .mount(&server)
         .await;
     server
@@ -397,7 +447,9 @@ pub async fn wait_for_request(server: &MockServer, what: &str, pred: impl Fn(&Re
 pub async fn assert_card_sent(feishu: &MockServer, confirmation_id: &str) {
     wait_for_request(feishu, "the token request", |r| r.url.path() == TOKEN_PATH).await;
     let sent = wait_for_request(feishu, "the approval card", |r| {
-        r.method.as_str() == "POST" && r.url.path() == MESSAGES_PATH && String::from_utf8_lossy(&r.body).contains(confirmation_id)
+        r.method.as_str() == "POST"
+            && r.url.path() == MESSAGES_PATH
+            && String::from_utf8_lossy(&r.body).contains(confirmation_id)
     })
     .await;
     assert_eq!(sent.url.query(), Some("receive_id_type=chat_id"));
@@ -551,7 +603,8 @@ pub async fn org(server: &Server, name: &str, feishu: Option<&MockServer>, upstr
         }
         None => None,
     };
-    let connector = server.post("/api/v1/connectors", &admin.key, &payments_connector(&id, &upstream.uri())).await.expect(201);
+    let connector =
+        server.post("/api/v1/connectors", &admin.key, &payments_connector(&id, &upstream.uri())).await.expect(201);
     let mut tools: Vec<&str> = connector["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     tools.sort_unstable();
     assert_eq!(tools, ["payments__get_balance", "payments__purchase_pay"]);

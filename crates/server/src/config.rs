@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 
 /// The server's configuration. Every field comes from a `TOLLGATE_*` environment variable.
-#[derive(Debug, Clone)]
+/// `Debug` masks the admin token and the secret key.
+#[derive(Clone)]
 pub struct Config {
     /// `TOLLGATE_BIND`, default `127.0.0.1:8080`.
     pub bind: SocketAddr,
@@ -15,10 +16,29 @@ pub struct Config {
     pub admin_token: Option<String>,
     /// `TOLLGATE_PUBLIC_URL`: the base of callback URLs, default `http://<bind>`.
     pub public_url: String,
+    /// `TOLLGATE_SECRET_KEY`: the key encrypting channel and connector secrets at rest (32 bytes,
+    /// base64 or hex; see `store::StoreConfig::secret_key`). Unset: a key file beside a SQLite
+    /// database; PostgreSQL then cannot store secrets.
+    pub secret_key: Option<String>,
     /// `TOLLGATE_DEMO`: seed the demo on an empty database (`1`, the default) or not (`0`).
     pub demo: bool,
     /// `TOLLGATE_LOG_FORMAT`: `text` (default) or `json`.
     pub log_json: bool,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mask = |v: &Option<String>| v.as_ref().map(|_| "***");
+        f.debug_struct("Config")
+            .field("bind", &self.bind)
+            .field("database_url", &store::mask_url(&self.database_url))
+            .field("admin_token", &mask(&self.admin_token))
+            .field("public_url", &self.public_url)
+            .field("secret_key", &mask(&self.secret_key))
+            .field("demo", &self.demo)
+            .field("log_json", &self.log_json)
+            .finish()
+    }
 }
 
 /// A configuration value that cannot be used.
@@ -68,6 +88,7 @@ impl Config {
                 .unwrap_or_else(|| format!("http://{bind}"))
                 .trim_end_matches('/')
                 .to_owned(),
+            secret_key: get("TOLLGATE_SECRET_KEY"),
             demo,
             log_json,
         })

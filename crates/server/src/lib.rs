@@ -29,7 +29,9 @@ pub use state::AppState;
 /// its password masked.
 pub async fn open_store(config: &Config) -> anyhow::Result<store::Store> {
     let masked = store::mask_url(&config.database_url);
-    let store = store::Store::connect(&config.database_url).await.with_context(|| format!("database {masked}"))?;
+    let mut store_config = store::StoreConfig::new(&config.database_url);
+    store_config.secret_key = config.secret_key.clone();
+    let store = store::Store::connect_with(store_config).await.with_context(|| format!("database {masked}"))?;
     store.migrate().await.with_context(|| format!("migrating {masked}"))?;
     Ok(store)
 }

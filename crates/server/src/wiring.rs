@@ -143,13 +143,13 @@ impl HookFactory for ServerHookFactory {
 
         let gate = self.gate_config(agent, configs.get(hook_builtins::CONFIRMATION_GATE).copied())?;
         let channel = gate.channel_id.as_ref().and_then(|id| self.channels.get(id)).cloned();
-        if let (Some(id), None) = (&gate.channel_id, &channel) {
-            if gate.mode == DeliveryMode::ChannelOnly {
-                return Err(HookBuildError::BadConfig {
-                    name: hook_builtins::CONFIRMATION_GATE.to_owned(),
-                    reason: format!("channel {id} is not an active channel of the organization"),
-                });
-            }
+        if let (Some(id), None) = (&gate.channel_id, &channel)
+            && gate.mode == DeliveryMode::ChannelOnly
+        {
+            return Err(HookBuildError::BadConfig {
+                name: hook_builtins::CONFIRMATION_GATE.to_owned(),
+                reason: format!("channel {id} is not an active channel of the organization"),
+            });
         }
         let deps = GateDeps {
             store: store.clone(),
@@ -207,7 +207,7 @@ struct GateEvents {
 
 impl ConfirmationEvents for GateEvents {
     fn on_awaiting(&self, _ctx: &HookContext, record: &ConfirmationRecord) {
-        self.state.runs().emit_now(
+        let live = self.state.runs().emit_now(
             &record.run_id,
             EventKind::AwaitingConfirmation {
                 confirmation_id: record.id.clone(),
@@ -217,11 +217,14 @@ impl ConfirmationEvents for GateEvents {
                 expires_at: record.expires_at,
             },
         );
-        self.set_status(&record.run_id, RunStatus::AwaitingConfirmation);
+        // A live run's sink records the status in event order; a spawned write could land late.
+        if !live {
+            self.set_status(&record.run_id, RunStatus::AwaitingConfirmation);
+        }
     }
 
     fn on_resolved(&self, _ctx: &HookContext, record: &ConfirmationRecord) {
-        self.state.runs().emit_now(
+        let live = self.state.runs().emit_now(
             &record.run_id,
             EventKind::ConfirmationResolved {
                 confirmation_id: record.id.clone(),
@@ -229,7 +232,9 @@ impl ConfirmationEvents for GateEvents {
                 decided_by: record.responded_by_user_id.clone(),
             },
         );
-        self.set_status(&record.run_id, RunStatus::Running);
+        if !live {
+            self.set_status(&record.run_id, RunStatus::Running);
+        }
     }
 }
 
@@ -374,10 +379,51 @@ impl AgentResolver for Resolver {
 }
 
 /// Persists every event of a run tree (`run_events`) and forwards it to the top-level run's live
-/// stream.
+/// stream. The top-level run's terminal event is preceded by its `runs` row update, so a client
+/// that saw `run_completed` / `run_failed` reads the final status from `GET /runs/{id}`.
 struct StreamSink {
     state: AppState,
     stream: broadcast::Sender<AgentEvent>,
+    /// The top-level run.
+    run_id: String,
+    /// The top-level run's last `answer`, recorded with its terminal status.
+    answer: std::sync::Mutex<Option<String>>,
+}
+
+impl StreamSink {
+    fn new(state: &AppState, stream: broadcast::Sender<AgentEvent>, run_id: &str) -> StreamSink {
+        StreamSink { state: state.clone(), stream, run_id: run_id.to_owned(), answer: std::sync::Mutex::new(None) }
+    }
+
+    /// Keeps `runs.status` in step with the events, before each goes out (so in `seq` order, and
+    /// a client that saw an event reads a status at least as recent): `awaiting_confirmation` and
+    /// `confirmation_resolved` for any run of the tree, the end for the top-level run.
+    async fn record_status(&self, event: &AgentEvent) {
+        let update = match &event.kind {
+            EventKind::AwaitingConfirmation { .. } => {
+                RunUpdate { status: RunStatus::AwaitingConfirmation, answer: None, error: None }
+            }
+            EventKind::ConfirmationResolved { .. } => {
+                RunUpdate { status: RunStatus::Running, answer: None, error: None }
+            }
+            _ if event.run_id != self.run_id => return,
+            EventKind::Answer { content } => {
+                *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(content.clone());
+                return;
+            }
+            EventKind::RunCompleted { .. } => {
+                let answer = self.answer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                RunUpdate { status: RunStatus::Completed, answer, error: None }
+            }
+            EventKind::RunFailed { error } => {
+                RunUpdate { status: RunStatus::Failed, answer: None, error: Some(error.clone()) }
+            }
+            _ => return,
+        };
+        if let Err(e) = self.state.store().update_run(&event.run_id, &update).await {
+            tracing::warn!(run_id = %event.run_id, "cannot record the run's status: {e}");
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -398,6 +444,7 @@ impl EventSink for StreamSink {
         {
             tracing::warn!(run_id = %event.run_id, seq = event.seq, "cannot persist run event: {e}");
         }
+        self.record_status(&event).await;
         // No receiver is fine: the run goes on without a listener.
         let _ = self.stream.send(event);
     }
@@ -471,7 +518,7 @@ pub struct StartRun {
 /// closed: it never reaches the model).
 pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver<AgentEvent> {
     let (stream, receiver) = state.open_run_stream(&start.run_id);
-    let sink: Arc<dyn EventSink> = Arc::new(StreamSink { state: state.clone(), stream });
+    let sink: Arc<dyn EventSink> = Arc::new(StreamSink::new(state, stream, &start.run_id));
     let services = RunServices {
         events: sink.clone(),
         journal: Some(Arc::new(StoreJournal { store: state.store().clone() })),

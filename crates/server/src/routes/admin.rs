@@ -381,10 +381,10 @@ pub async fn create_connector(
         "database" => store::ConnectorKind::Database,
         other => return Err(ApiError::validation(format!("`type` must be http or database, not `{other}`"))),
     };
-    if let Some(limit) = body.rate_limit {
-        if limit.per_minute == 0 || limit.burst == 0 {
-            return Err(ApiError::validation("`rate_limit.per_minute` and `rate_limit.burst` must be at least 1"));
-        }
+    if let Some(limit) = body.rate_limit
+        && (limit.per_minute == 0 || limit.burst == 0)
+    {
+        return Err(ApiError::validation("`rate_limit.per_minute` and `rate_limit.burst` must be at least 1"));
     }
     let mut actions = Vec::new();
     match kind {

@@ -1,0 +1,256 @@
+//! Process-level tests of the `server` binary: restarts (kill -9) with an approval pending, and two
+//! replicas on one PostgreSQL database.
+
+mod process;
+
+use std::time::Duration;
+
+use process::{Server, free_port};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const ADMIN: &str = "test-admin-token";
+
+/// An org with an approver, a connector to `upstream` with one gated action, and an agent that
+/// calls it once.
+struct Setup {
+    org_id: String,
+    key: String,
+    agent_id: String,
+}
+
+async fn setup(server: &Server, upstream: &MockServer) -> Setup {
+    let org = server.post(ADMIN, "/api/v1/orgs", json!({"name": format!("org-{}", server.port)})).await;
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let user = server
+        .post(
+            ADMIN,
+            &format!("/api/v1/orgs/{org_id}/users"),
+            json!({"name": "Ada", "role": "admin", "feishu_open_id": "ou_ada"}),
+        )
+        .await;
+    let key = server.post(ADMIN, &format!("/api/v1/users/{}/api-keys", user["id"].as_str().unwrap()), json!({})).await;
+    let key = key["api_key"].as_str().unwrap().to_owned();
+    let connector = server
+        .post(
+            &key,
+            "/api/v1/connectors",
+            json!({"org_id": org_id, "name": "erp", "base_url": upstream.uri(), "actions": [{
+                "name": "create_payment", "method": "POST", "path": "/payments", "requires_confirmation": true,
+                "parameters_schema": {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
+            }]}),
+        )
+        .await;
+    let agent = server
+        .post(
+            &key,
+            "/api/v1/agents",
+            json!({
+                "org_id": org_id, "name": "payer", "instructions": "Pay.",
+                "model": {"provider": "scripted", "turns": [
+                    {"tool_calls": [{"name": "erp__create_payment", "arguments": {"amount": 68000}}]},
+                    {"content": "done"}
+                ]},
+                "connectors": [connector["id"]],
+                "confirmation": {"timeout_s": 120, "approver_scope": "org_admins"}
+            }),
+        )
+        .await;
+    Setup { org_id, key, agent_id: agent["id"].as_str().unwrap().to_owned() }
+}
+
+async fn upstream() -> MockServer {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/payments"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"payment_id": "pay_1"})))
+        .mount(&upstream)
+        .await;
+    upstream
+}
+
+/// Starts a chat and returns the run id (read from the first SSE event); the stream is then
+/// dropped: a client disconnect never cancels the run.
+async fn start_chat(server: &Server, s: &Setup) -> String {
+    let mut response = agent_react::http_client()
+        .unwrap()
+        .post(server.url(&format!("/api/v1/agents/{}/chat", s.agent_id)))
+        .bearer_auth(&s.key)
+        .json(&json!({"message": "pay"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = response.chunk().await.unwrap().expect("stream ended before run_started");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let data = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+    serde_json::from_str::<Value>(data).unwrap()["run_id"].as_str().unwrap().to_owned()
+}
+
+async fn wait_pending(server: &Server, key: &str) -> Value {
+    for _ in 0..200 {
+        let pending = server.get(key, "/api/v1/confirmations?status=pending").await;
+        if let Some(first) = pending.as_array().and_then(|a| a.first()) {
+            return first.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no pending confirmation appeared");
+}
+
+async fn wait_run(server: &Server, key: &str, run_id: &str, status: &str) -> Value {
+    let mut run = Value::Null;
+    for _ in 0..300 {
+        run = server.get(key, &format!("/api/v1/runs/{run_id}")).await;
+        if run["status"] == status {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("run {run_id} never reached {status}: {run}");
+}
+
+async fn payments(upstream: &MockServer) -> usize {
+    upstream.received_requests().await.unwrap_or_default().iter().filter(|r| r.url.path() == "/payments").count()
+}
+
+fn sqlite_url(dir: &tempfile::TempDir) -> String {
+    format!("sqlite://{}?mode=rwc", dir.path().join("tollgate.db").display())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_with_an_approval_pending_then_approve_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream().await;
+    let port = free_port();
+    let mut server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
+    let s = setup(&server, &upstream).await;
+    let run_id = start_chat(&server, &s).await;
+    let pending = wait_pending(&server, &s.key).await;
+    server.kill();
+
+    let server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
+    // The resumed run re-attached to the same request: still exactly one, still pending.
+    let all = server.get(&s.key, "/api/v1/confirmations").await;
+    assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+    assert_eq!(all[0]["id"], pending["id"]);
+    wait_run(&server, &s.key, &run_id, "awaiting_confirmation").await;
+    assert_eq!(payments(&upstream).await, 0, "nothing ran before the approval");
+
+    let decided = server
+        .post(
+            &s.key,
+            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(decided["status"], "approved");
+    let run = wait_run(&server, &s.key, &run_id, "completed").await;
+    assert_eq!(run["answer"], "done");
+    assert_eq!(payments(&upstream).await, 1, "the approved call ran exactly once");
+
+    // One event stream across the restart: seqs 0..n without gaps or repeats.
+    let events = server.get_text(&s.key, &format!("/api/v1/runs/{run_id}/events")).await;
+    let seqs: Vec<u64> = events.lines().filter_map(|l| l.strip_prefix("id: ")).map(|s| s.parse().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "{events}");
+    assert!(events.contains("event: run_completed"), "{events}");
+    let audit = server.get(&s.key, &format!("/api/v1/audit/connector-calls?run_id={run_id}")).await;
+    assert_eq!(audit.as_array().unwrap().len(), 1, "{audit}");
+    assert_eq!(audit[0]["outcome"], "executed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_made_while_the_server_is_down_is_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream().await;
+    let port = free_port();
+    let mut server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
+    let s = setup(&server, &upstream).await;
+    let run_id = start_chat(&server, &s).await;
+    let pending = wait_pending(&server, &s.key).await;
+    server.kill();
+
+    // Another replica (here: the store directly) rejects while this one is down.
+    let store = store::Store::connect(&sqlite_url(&dir)).await.unwrap();
+    let approver = store.list_users(&s.org_id).await.unwrap().remove(0);
+    let update = hook_builtins::ports::DecisionUpdate {
+        status: hook_builtins::ports::ConfirmationStatus::Rejected,
+        responded_by_open_id: None,
+        responded_by_user_id: Some(approver.id),
+        reason: Some("not this month".into()),
+        at: chrono::Utc::now(),
+    };
+    let outcome = store.decide_confirmation(pending["id"].as_str().unwrap(), &update).await.unwrap();
+    assert!(matches!(outcome, hook_builtins::ports::DecideOutcome::Decided(_)));
+    store.close().await.unwrap();
+
+    let server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
+    wait_run(&server, &s.key, &run_id, "completed").await;
+    assert_eq!(payments(&upstream).await, 0, "a rejected call never runs");
+    let events = server.get_text(&s.key, &format!("/api/v1/runs/{run_id}/events")).await;
+    assert!(events.contains("Tool call was rejected by an operator: not this month"), "{events}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_stops_the_run_and_cancels_its_pending_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream().await;
+    let server = Server::start(&sqlite_url(&dir), free_port(), ADMIN).await;
+    let s = setup(&server, &upstream).await;
+    let run_id = start_chat(&server, &s).await;
+    let pending = wait_pending(&server, &s.key).await;
+    let run = server.post(&s.key, &format!("/api/v1/runs/{run_id}/cancel"), json!({"reason": "wrong payee"})).await;
+    assert_eq!(run["status"], "cancelled");
+    assert_eq!(run["error"], "cancelled: wrong payee");
+    let request = server.get(&s.key, &format!("/api/v1/confirmations/{}", pending["id"].as_str().unwrap())).await;
+    assert_eq!(request["status"], "cancelled");
+    // A late approval changes nothing, and nothing ever ran.
+    let late = server
+        .post_raw(
+            &s.key,
+            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(late.0, 409);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(payments(&upstream).await, 0);
+    let again = server.post_raw(&s.key, &format!("/api/v1/runs/{run_id}/cancel"), json!({})).await;
+    assert_eq!(again.0, 409, "{}", again.1);
+}
+
+/// Two replicas on one PostgreSQL database: the run waits on A, the decision reaches B, and A's
+/// shared poll releases the waiter.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_on_postgres_a_decision_on_one_releases_the_other() {
+    let Ok(base) = std::env::var("TOLLGATE_TEST_POSTGRES_URL") else { return };
+    let url = process::fresh_postgres_schema(&base).await;
+    let upstream = upstream().await;
+    let a = Server::start(&url, free_port(), ADMIN).await;
+    let b = Server::start(&url, free_port(), ADMIN).await;
+    let s = setup(&a, &upstream).await;
+    let run_id = start_chat(&a, &s).await;
+    let pending = wait_pending(&b, &s.key).await;
+    let decided = b
+        .post(
+            &s.key,
+            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(decided["status"], "approved");
+    let again = a
+        .post_raw(
+            &s.key,
+            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
+            json!({"decision": "reject"}),
+        )
+        .await;
+    assert_eq!(again.0, 409, "no request is decided twice");
+    wait_run(&a, &s.key, &run_id, "completed").await;
+    assert_eq!(payments(&upstream).await, 1);
+}
