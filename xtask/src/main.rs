@@ -64,7 +64,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Packages with criterion benchmarks.
-const BENCHED_PACKAGES: &[&str] = &["hook-core"];
+const BENCHED_PACKAGES: &[&str] = &["hook-core", "hook-builtins", "channel-feishu"];
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace root").to_path_buf()

@@ -1,6 +1,7 @@
 //! Process-level tests of the `server` binary: restarts (kill -9) with an approval pending, and two
 //! replicas on one PostgreSQL database.
 
+mod feishu;
 mod process;
 
 use std::time::Duration;
@@ -18,9 +19,16 @@ struct Setup {
     org_id: String,
     key: String,
     agent_id: String,
+    channel_id: Option<String>,
 }
 
 async fn setup(server: &Server, upstream: &MockServer) -> Setup {
+    setup_with(server, upstream, None, 120).await
+}
+
+/// Like [`setup`], with a Feishu channel on `feishu` (the org's default channel) and the gate's
+/// timeout in seconds.
+async fn setup_with(server: &Server, upstream: &MockServer, feishu: Option<&MockServer>, timeout_s: u64) -> Setup {
     let org = server.post(ADMIN, "/api/v1/orgs", json!({"name": format!("org-{}", server.port)})).await;
     let org_id = org["id"].as_str().unwrap().to_owned();
     let user = server
@@ -32,6 +40,21 @@ async fn setup(server: &Server, upstream: &MockServer) -> Setup {
         .await;
     let key = server.post(ADMIN, &format!("/api/v1/users/{}/api-keys", user["id"].as_str().unwrap()), json!({})).await;
     let key = key["api_key"].as_str().unwrap().to_owned();
+    let channel_id = match feishu {
+        Some(feishu) => {
+            let channel = server
+                .post(
+                    &key,
+                    "/api/v1/channels",
+                    json!({"org_id": org_id, "type": "feishu", "name": "approvers", "config": {
+                        "app_id": "cli_it", "app_secret": "it_secret", "verification_token": feishu::VERIFICATION_TOKEN,
+                        "encrypt_key": feishu::ENCRYPT_KEY, "chat_id": "oc_it_group", "base_url": feishu.uri()}}),
+                )
+                .await;
+            Some(channel["id"].as_str().unwrap().to_owned())
+        }
+        None => None,
+    };
     let connector = server
         .post(
             &key,
@@ -53,11 +76,11 @@ async fn setup(server: &Server, upstream: &MockServer) -> Setup {
                     {"content": "done"}
                 ]},
                 "connectors": [connector["id"]],
-                "confirmation": {"timeout_s": 120, "approver_scope": "org_admins"}
+                "confirmation": {"timeout_s": timeout_s, "approver_scope": "org_admins"}
             }),
         )
         .await;
-    Setup { org_id, key, agent_id: agent["id"].as_str().unwrap().to_owned() }
+    Setup { org_id, key, agent_id: agent["id"].as_str().unwrap().to_owned(), channel_id }
 }
 
 async fn upstream() -> MockServer {
@@ -123,44 +146,87 @@ fn sqlite_url(dir: &tempfile::TempDir) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn kill_9_with_an_approval_pending_then_approve_after_restart() {
+async fn kill_9_with_an_approval_pending_then_approve_through_feishu_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = upstream().await;
+    let platform = feishu::platform().await;
     let port = free_port();
     let mut server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
-    let s = setup(&server, &upstream).await;
+    let s = setup_with(&server, &upstream, Some(&platform), 120).await;
     let run_id = start_chat(&server, &s).await;
     let pending = wait_pending(&server, &s.key).await;
+    let id = pending["id"].as_str().unwrap().to_owned();
+    wait_until(|| async { feishu::cards_sent(&platform).await == 1 }).await;
     server.kill();
 
     let server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
-    // The resumed run re-attached to the same request: still exactly one, still pending.
+    // The resumed run re-attached to the same request: still exactly one, still pending, one card.
     let all = server.get(&s.key, "/api/v1/confirmations").await;
     assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
     assert_eq!(all[0]["id"], pending["id"]);
     wait_run(&server, &s.key, &run_id, "awaiting_confirmation").await;
     assert_eq!(payments(&upstream).await, 0, "nothing ran before the approval");
 
-    let decided = server
-        .post(
-            &s.key,
-            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
-            json!({"decision": "approve"}),
-        )
-        .await;
-    assert_eq!(decided["status"], "approved");
+    let (headers, body) = feishu::click(&id, "approve", "ou_ada");
+    let (status, answer) = server.callback(s.channel_id.as_deref().unwrap(), &headers, body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["toast"]["type"], "success", "{answer}");
     let run = wait_run(&server, &s.key, &run_id, "completed").await;
     assert_eq!(run["answer"], "done");
     assert_eq!(payments(&upstream).await, 1, "the approved call ran exactly once");
+    assert_eq!(feishu::cards_sent(&platform).await, 1, "the restart posted no second card");
+    let decided = server.get(&s.key, &format!("/api/v1/confirmations/{id}")).await;
+    assert_eq!(decided["status"], "approved");
+    assert_eq!(decided["responded_by_open_id"], "ou_ada");
 
     // One event stream across the restart: seqs 0..n without gaps or repeats.
     let events = server.get_text(&s.key, &format!("/api/v1/runs/{run_id}/events")).await;
     let seqs: Vec<u64> = events.lines().filter_map(|l| l.strip_prefix("id: ")).map(|s| s.parse().unwrap()).collect();
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "{events}");
     assert!(events.contains("event: run_completed"), "{events}");
+    // Last-Event-ID resumes after the given seq.
+    let after = server.get_text_after(&s.key, &format!("/api/v1/runs/{run_id}/events"), 2).await;
+    let after_seqs: Vec<u64> =
+        after.lines().filter_map(|l| l.strip_prefix("id: ")).map(|s| s.parse().unwrap()).collect();
+    assert_eq!(after_seqs, (3..seqs.len() as u64).collect::<Vec<_>>(), "{after}");
     let audit = server.get(&s.key, &format!("/api/v1/audit/connector-calls?run_id={run_id}")).await;
     assert_eq!(audit.as_array().unwrap().len(), 1, "{audit}");
     assert_eq!(audit[0]["outcome"], "executed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_that_expired_while_the_server_was_down_is_expired_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream().await;
+    let port = free_port();
+    let mut server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
+    let s = setup_with(&server, &upstream, None, 1).await;
+    let run_id = start_chat(&server, &s).await;
+    let pending = wait_pending(&server, &s.key).await;
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let server = Server::start(&sqlite_url(&dir), port, ADMIN).await;
+    wait_run(&server, &s.key, &run_id, "completed").await;
+    let request = server.get(&s.key, &format!("/api/v1/confirmations/{}", pending["id"].as_str().unwrap())).await;
+    assert_eq!(request["status"], "expired");
+    assert_eq!(payments(&upstream).await, 0);
+    let events = server.get_text(&s.key, &format!("/api/v1/runs/{run_id}/events")).await;
+    assert!(events.contains("timed out after 1s waiting for approval"), "{events}");
+}
+
+async fn wait_until<F, Fut>(condition: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if condition().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("condition never held");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -230,27 +296,43 @@ async fn two_replicas_on_postgres_a_decision_on_one_releases_the_other() {
     let Ok(base) = std::env::var("TOLLGATE_TEST_POSTGRES_URL") else { return };
     let url = process::fresh_postgres_schema(&base).await;
     let upstream = upstream().await;
+    let platform = feishu::platform().await;
     let a = Server::start(&url, free_port(), ADMIN).await;
     let b = Server::start(&url, free_port(), ADMIN).await;
-    let s = setup(&a, &upstream).await;
+    let s = setup_with(&a, &upstream, Some(&platform), 120).await;
     let run_id = start_chat(&a, &s).await;
     let pending = wait_pending(&b, &s.key).await;
-    let decided = b
-        .post(
-            &s.key,
-            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
-            json!({"decision": "approve"}),
-        )
-        .await;
-    assert_eq!(decided["status"], "approved");
-    let again = a
-        .post_raw(
-            &s.key,
-            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
-            json!({"decision": "reject"}),
-        )
-        .await;
+    let id = pending["id"].as_str().unwrap().to_owned();
+    // The click reaches B, which is not waiting.
+    let (headers, body) = feishu::click(&id, "approve", "ou_ada");
+    let (status, answer) = b.callback(s.channel_id.as_deref().unwrap(), &headers, body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["toast"]["type"], "success", "{answer}");
+    let again =
+        a.post_raw(&s.key, &format!("/api/v1/confirmations/{id}/decision"), json!({"decision": "reject"})).await;
     assert_eq!(again.0, 409, "no request is decided twice");
     wait_run(&a, &s.key, &run_id, "completed").await;
     assert_eq!(payments(&upstream).await, 1);
+}
+
+/// `server migrate` on an unreachable or malformed database URL: one line naming the URL with the
+/// password masked, a non-zero exit, no panic.
+#[test]
+fn migrate_with_a_bad_database_url_fails_in_one_line_without_the_password() {
+    for url in ["postgres://tollgate:hunter2@127.0.0.1:1/nowhere", "mysql://tollgate:hunter2@localhost/db"] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
+            .arg("migrate")
+            .env("TOLLGATE_DATABASE_URL", url)
+            .env("RUST_LOG", "off")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{url}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{url}: {stderr}");
+        assert!(lines[0].starts_with("error: "), "{stderr}");
+        assert!(lines[0].contains("tollgate:***@"), "{stderr}");
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
 }

@@ -79,6 +79,34 @@ impl Server {
         response.json().await.unwrap()
     }
 
+    /// POSTs a Feishu callback as Feishu would (no bearer).
+    pub async fn callback(&self, channel_id: &str, headers: &[(String, String)], body: Vec<u8>) -> (u16, Value) {
+        let mut request = self
+            .client
+            .post(self.url(&format!("/api/v1/channels/{channel_id}/feishu/callback")))
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let response = request.body(body).send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// GET a finished run's SSE replay after `Last-Event-ID: seq`.
+    pub async fn get_text_after(&self, token: &str, path: &str, seq: u64) -> String {
+        let response = self
+            .client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .header("last-event-id", seq.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.text().await.unwrap()
+    }
+
     /// GET a finished run's SSE replay as text.
     pub async fn get_text(&self, token: &str, path: &str) -> String {
         let response = self.client.get(self.url(path)).bearer_auth(token).send().await.unwrap();
