@@ -1,6 +1,7 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -291,13 +292,19 @@ fn guarded_trigger(trigger: impl FnOnce() -> bool) -> Result<bool, String> {
         .map_err(|panic| format!("should_trigger panicked: {}", panic_message(&*panic)))
 }
 
+/// The future a hook's `execute` returns (`async_trait` boxes it).
+type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<HookResult, HookError>> + Send + 'a>>;
+
 /// Runs one hook under its timeout with panics caught, inside a `hook` tracing span that records
 /// the hook's name, point, verdict (`allow`, `rewrite`, `block` or `failed`) and duration (µs).
+///
+/// The fast path polls the hook once, in place: a hook that is ready at once (most are) costs no
+/// timer and no span wrapper; one that is still pending continues under a boxed timeout.
 async fn guarded(
     name: &str,
     point: HookPoint,
     timeout: Duration,
-    execute: impl Future<Output = Result<HookResult, HookError>>,
+    mut execute: HookFuture<'_>,
 ) -> Result<HookResult, String> {
     let span = tracing::info_span!(
         "hook",
@@ -306,38 +313,65 @@ async fn guarded(
         hook.verdict = tracing::field::Empty,
         hook.duration_us = tracing::field::Empty,
     );
-    let started = (!span.is_disabled()).then(Instant::now);
-    // Most hooks finish on their first poll: only a hook that is still pending after it pays for a
-    // timer (the deadline then counts from that first poll).
-    let outcome = async {
-        let mut execute = std::pin::pin!(AssertUnwindSafe(execute).catch_unwind());
-        match futures::poll!(execute.as_mut()) {
-            Poll::Ready(done) => Ok(done),
-            Poll::Pending => tokio::time::timeout(timeout, execute).await,
-        }
+    if !span.is_disabled() {
+        return Box::pin(traced(span, name, point, timeout, execute)).await;
     }
-    .instrument(span.clone())
+    let first = std::future::poll_fn(|cx| {
+        Poll::Ready(std::panic::catch_unwind(AssertUnwindSafe(|| execute.as_mut().poll(cx))))
+    })
     .await;
-    let outcome = match outcome {
+    match first {
+        Ok(Poll::Ready(done)) => settle(Ok(Ok(done)), timeout),
+        Ok(Poll::Pending) => settle(Box::pin(finish(timeout, execute)).await, timeout),
+        Err(panic) => settle(Ok(Err(panic)), timeout),
+    }
+}
+
+/// The rest of a hook that did not finish on its first poll, under its timeout.
+async fn finish(
+    timeout: Duration,
+    execute: HookFuture<'_>,
+) -> Result<Result<Result<HookResult, HookError>, Box<dyn Any + Send>>, tokio::time::error::Elapsed> {
+    tokio::time::timeout(timeout, AssertUnwindSafe(execute).catch_unwind()).await
+}
+
+/// [`guarded`] with a subscriber listening: the whole run inside the span, then the verdict and
+/// duration recorded on it.
+async fn traced(
+    span: tracing::Span,
+    name: &str,
+    point: HookPoint,
+    timeout: Duration,
+    execute: HookFuture<'_>,
+) -> Result<HookResult, String> {
+    let started = Instant::now();
+    let outcome = settle(finish(timeout, execute).instrument(span.clone()).await, timeout);
+    let verdict = match &outcome {
+        Ok(r) if !r.allow && point != HookPoint::PostToolUse => "block",
+        Ok(r) if r.modified_args.is_some() || r.modified_result.is_some() => "rewrite",
+        Ok(_) => "allow",
+        Err(_) => "failed",
+    };
+    span.record("hook.verdict", verdict);
+    span.record("hook.duration_us", started.elapsed().as_micros() as u64);
+    if let Err(why) = &outcome {
+        span.in_scope(|| tracing::warn!(hook.name = name, "hook failed: {why}"));
+    }
+    outcome
+}
+
+/// Turns the layers of a guarded run (timeout, panic, hook error) into the hook's result or the
+/// failure's description.
+fn settle(
+    outcome: Result<Result<Result<HookResult, HookError>, Box<dyn Any + Send>>, tokio::time::error::Elapsed>,
+    timeout: Duration,
+) -> Result<HookResult, String> {
+    match outcome {
         Ok(Ok(Ok(result))) => Ok(result),
         Ok(Ok(Err(error))) => Err(error.to_string()),
         Ok(Err(panic)) => Err(format!("panicked: {}", panic_message(&*panic))),
         Err(_elapsed) => Err(format!("timed out after {}", format_duration(timeout))),
-    };
-    if let Some(started) = started {
-        let verdict = match &outcome {
-            Ok(r) if !r.allow && point != HookPoint::PostToolUse => "block",
-            Ok(r) if r.modified_args.is_some() || r.modified_result.is_some() => "rewrite",
-            Ok(_) => "allow",
-            Err(_) => "failed",
-        };
-        span.record("hook.verdict", verdict);
-        span.record("hook.duration_us", started.elapsed().as_micros() as u64);
-        if let Err(why) = &outcome {
-            span.in_scope(|| tracing::warn!(hook.name = name, "hook failed: {why}"));
-        }
     }
-    outcome
 }
 
 fn format_duration(d: Duration) -> String {
