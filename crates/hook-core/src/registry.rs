@@ -292,6 +292,9 @@ fn guarded_trigger(trigger: impl FnOnce() -> bool) -> Result<bool, String> {
         .map_err(|panic| format!("should_trigger panicked: {}", panic_message(&*panic)))
 }
 
+/// A guarded run's layers: the timeout, the caught panic, the hook's own result.
+type Guarded = Result<Result<Result<HookResult, HookError>, Box<dyn Any + Send>>, tokio::time::error::Elapsed>;
+
 /// The future a hook's `execute` returns (`async_trait` boxes it).
 type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<HookResult, HookError>> + Send + 'a>>;
 
@@ -328,10 +331,7 @@ async fn guarded(
 }
 
 /// The rest of a hook that did not finish on its first poll, under its timeout.
-async fn finish(
-    timeout: Duration,
-    execute: HookFuture<'_>,
-) -> Result<Result<Result<HookResult, HookError>, Box<dyn Any + Send>>, tokio::time::error::Elapsed> {
+async fn finish(timeout: Duration, execute: HookFuture<'_>) -> Guarded {
     tokio::time::timeout(timeout, AssertUnwindSafe(execute).catch_unwind()).await
 }
 
@@ -362,10 +362,7 @@ async fn traced(
 
 /// Turns the layers of a guarded run (timeout, panic, hook error) into the hook's result or the
 /// failure's description.
-fn settle(
-    outcome: Result<Result<Result<HookResult, HookError>, Box<dyn Any + Send>>, tokio::time::error::Elapsed>,
-    timeout: Duration,
-) -> Result<HookResult, String> {
+fn settle(outcome: Guarded, timeout: Duration) -> Result<HookResult, String> {
     match outcome {
         Ok(Ok(Ok(result))) => Ok(result),
         Ok(Ok(Err(error))) => Err(error.to_string()),
