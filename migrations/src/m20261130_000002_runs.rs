@@ -41,6 +41,8 @@ impl MigrationTrait for Migration {
                     .col(string(Runs::Surface))
                     .col(string(Runs::Status))
                     .col(text_null(Runs::Input))
+                    .col(string_null(Runs::Owner))
+                    .col(timestamp_with_time_zone_null(Runs::LeaseUntil))
                     .col(text_null(Runs::Answer))
                     .col(text_null(Runs::Error))
                     .col(timestamp_with_time_zone(Runs::CreatedAt))
@@ -119,6 +121,8 @@ enum Runs {
     Surface,
     Status,
     Input,
+    Owner,
+    LeaseUntil,
     Answer,
     Error,
     CreatedAt,

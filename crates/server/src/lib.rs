@@ -57,10 +57,7 @@ pub async fn prepare(config: Config) -> anyhow::Result<Started> {
     };
     tokio::spawn(sweep_expired(state.clone()));
     tokio::spawn(purge_callback_events(state.clone()));
-    let resumed = wiring::resume_runs(&state).await.map_err(|e| anyhow::anyhow!("resuming runs: {e}"))?;
-    if resumed > 0 {
-        tracing::info!(resumed, "resumed runs interrupted by a restart");
-    }
+    tokio::spawn(wiring::lease_loop(state.clone()));
     Ok(Started { state, banner })
 }
 

@@ -26,6 +26,11 @@ struct Inner {
     rate_limit: Arc<ConnectorRateLimitHook>,
     http: reqwest::Client,
     channels: DashMap<String, Arc<dyn ApprovalChannel>>,
+    /// Agents' own `connector_rate_limit` configs, by config text: one limiter per config for the
+    /// process, so quotas hold across runs.
+    limiters: DashMap<String, Arc<ConnectorRateLimitHook>>,
+    /// This process's id: the owner of the run leases it holds.
+    instance_id: String,
 }
 
 impl std::fmt::Debug for AppState {
@@ -49,6 +54,8 @@ impl AppState {
             rate_limit: Arc::new(ConnectorRateLimitHook::new(ConnectorRateLimitConfig::default())),
             http,
             channels: DashMap::new(),
+            limiters: DashMap::new(),
+            instance_id: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         }))
     }
 
@@ -75,6 +82,17 @@ impl AppState {
     /// process (not across replicas).
     pub fn rate_limit(&self) -> &Arc<ConnectorRateLimitHook> {
         &self.0.rate_limit
+    }
+
+    /// The process-wide limiter for an agent's own `connector_rate_limit` config.
+    pub fn rate_limit_for(&self, config: ConnectorRateLimitConfig) -> Arc<ConnectorRateLimitHook> {
+        let key = serde_json::to_string(&config).unwrap_or_default();
+        self.0.limiters.entry(key).or_insert_with(|| Arc::new(ConnectorRateLimitHook::new(config))).clone()
+    }
+
+    /// This process's id (the owner of its run leases).
+    pub fn instance_id(&self) -> &str {
+        &self.0.instance_id
     }
 
     pub fn http(&self) -> &reqwest::Client {

@@ -2,6 +2,7 @@
 //! and the built-ins), its channel, and the sinks that persist and stream its events.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use agent_react::{
@@ -15,11 +16,10 @@ use hook_builtins::ports::{
     ApprovalNotifier, ApproverScope, ConfirmationRecord, ConfirmationStatus, DecideOutcome, DeliveryMode,
 };
 use hook_builtins::{
-    AuditLogConfig, AuditLogHook, ConfirmationEvents, ConfirmationGateHook, ConnectorRateLimitConfig,
-    ConnectorRateLimitHook, GateConfig, GateDeps, ReadOnlyGuard, ReadOnlyGuardConfig, ResultTruncateConfig,
-    ResultTruncateHook,
+    AuditLogConfig, AuditLogHook, ConfirmationEvents, ConfirmationGateHook, ConnectorRateLimitConfig, GateConfig,
+    GateDeps, ReadOnlyGuard, ReadOnlyGuardConfig, ResultTruncateConfig, ResultTruncateHook,
 };
-use hook_core::{HookContext, HookRegistry};
+use hook_core::{FailurePolicy, HookContext, HookError, HookRegistry, HookResult, PreToolUseHook, meta};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use store::{ConnectorKind, RunStatus, RunUpdate};
@@ -123,13 +123,14 @@ impl HookFactory for ServerHookFactory {
 
         let guard: ReadOnlyGuardConfig =
             hook_config(hook_builtins::READ_ONLY_GUARD, configs.get(hook_builtins::READ_ONLY_GUARD).copied())?;
-        registry.register_pre(Arc::new(ReadOnlyGuard::new(store.clone(), guard)));
+        let read_only = Arc::new(ReadOnlyGuard::new(store.clone(), guard));
+        registry.register_pre(read_only.clone());
 
         match configs.get(hook_builtins::CONNECTOR_RATE_LIMIT).copied() {
             None | Some(Value::Null) => registry.register_pre(self.state.rate_limit().clone()),
             Some(value) => {
                 let config: ConnectorRateLimitConfig = hook_config(hook_builtins::CONNECTOR_RATE_LIMIT, Some(value))?;
-                registry.register_pre(Arc::new(ConnectorRateLimitHook::new(config)));
+                registry.register_pre(self.state.rate_limit_for(config));
             }
         }
 
@@ -158,8 +159,41 @@ impl HookFactory for ServerHookFactory {
             channel,
             events: Some(Arc::new(GateEvents { state: self.state.clone() })),
         };
+        let require_all = gate.require_confirmation_for_all;
         registry.register_pre(Arc::new(ConfirmationGateHook::new(deps, gate)));
+        // The org may turn read-only while a human decides: check again after the gate (equal
+        // priorities keep registration order), so an approved write never runs in a read-only org.
+        registry.register_pre(Arc::new(ReadOnlyAfterApproval { guard: read_only, require_all }));
         Ok(registry)
+    }
+}
+
+/// `read_only_guard` once more, after the confirmation gate, for calls that waited for a human.
+struct ReadOnlyAfterApproval {
+    guard: Arc<ReadOnlyGuard>,
+    require_all: bool,
+}
+
+#[async_trait::async_trait]
+impl PreToolUseHook for ReadOnlyAfterApproval {
+    fn name(&self) -> &str {
+        self.guard.name()
+    }
+    fn priority(&self) -> i32 {
+        i32::MAX
+    }
+    fn should_trigger(&self, ctx: &HookContext) -> bool {
+        let gated = self.require_all || ctx.metadata.get(meta::REQUIRES_CONFIRMATION) == Some(&Value::Bool(true));
+        gated && self.guard.should_trigger(ctx)
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.guard.timeout()
+    }
+    fn failure_policy(&self) -> FailurePolicy {
+        self.guard.failure_policy()
+    }
+    async fn execute(&self, ctx: &HookContext) -> Result<HookResult, HookError> {
+        self.guard.execute(ctx).await
     }
 }
 
@@ -243,7 +277,7 @@ impl GateEvents {
         let store = self.state.store().clone();
         let run_id = run_id.to_owned();
         tokio::spawn(async move {
-            if let Err(e) = store.update_run(&run_id, &RunUpdate { status, answer: None, error: None }).await {
+            if let Err(e) = store.update_active_run(&run_id, &RunUpdate { status, answer: None, error: None }).await {
                 tracing::warn!(run_id, "cannot record the run's status: {e}");
             }
         });
@@ -386,19 +420,35 @@ struct StreamSink {
     stream: broadcast::Sender<AgentEvent>,
     /// The top-level run.
     run_id: String,
-    /// The top-level run's last `answer`, recorded with its terminal status.
-    answer: std::sync::Mutex<Option<String>>,
+    org_id: String,
+    user_id: Option<String>,
+    /// Each run's last `answer` (the top-level run's and its delegates'), recorded with its
+    /// terminal status.
+    answers: std::sync::Mutex<HashMap<String, String>>,
 }
 
 impl StreamSink {
-    fn new(state: &AppState, stream: broadcast::Sender<AgentEvent>, run_id: &str) -> StreamSink {
-        StreamSink { state: state.clone(), stream, run_id: run_id.to_owned(), answer: std::sync::Mutex::new(None) }
+    fn new(state: &AppState, stream: broadcast::Sender<AgentEvent>, start: &StartRun) -> StreamSink {
+        StreamSink {
+            state: state.clone(),
+            stream,
+            run_id: start.run_id.clone(),
+            org_id: start.agent.org_id.clone(),
+            user_id: start.user_id.clone(),
+            answers: std::sync::Mutex::new(HashMap::new()),
+        }
     }
 
     /// Keeps `runs.status` in step with the events, before each goes out (so in `seq` order, and
     /// a client that saw an event reads a status at least as recent): `awaiting_confirmation` and
     /// `confirmation_resolved` for any run of the tree, the end for the top-level run.
     async fn record_status(&self, event: &AgentEvent) {
+        if let EventKind::RunStarted { agent_id, parent_run_id: Some(parent) } = &event.kind
+            && event.run_id != self.run_id
+        {
+            self.record_delegate(&event.run_id, agent_id.as_deref(), parent).await;
+            return;
+        }
         let update = match &event.kind {
             EventKind::AwaitingConfirmation { .. } => {
                 RunUpdate { status: RunStatus::AwaitingConfirmation, answer: None, error: None }
@@ -406,13 +456,12 @@ impl StreamSink {
             EventKind::ConfirmationResolved { .. } => {
                 RunUpdate { status: RunStatus::Running, answer: None, error: None }
             }
-            _ if event.run_id != self.run_id => return,
             EventKind::Answer { content } => {
-                *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(content.clone());
+                self.answers.lock().unwrap_or_else(|e| e.into_inner()).insert(event.run_id.clone(), content.clone());
                 return;
             }
             EventKind::RunCompleted { .. } => {
-                let answer = self.answer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let answer = self.answers.lock().unwrap_or_else(|e| e.into_inner()).remove(&event.run_id);
                 RunUpdate { status: RunStatus::Completed, answer, error: None }
             }
             EventKind::RunFailed { error } => {
@@ -420,8 +469,32 @@ impl StreamSink {
             }
             _ => return,
         };
-        if let Err(e) = self.state.store().update_run(&event.run_id, &update).await {
+        // Conditional: a cancelled run keeps `cancelled` whatever its task still reports.
+        if let Err(e) = self.state.store().update_active_run(&event.run_id, &update).await {
             tracing::warn!(run_id = %event.run_id, "cannot record the run's status: {e}");
+        }
+    }
+
+    /// A delegate's run gets its own `runs` row (`surface = delegate`, `parent_run_id` set), leased
+    /// by this process like its parent.
+    async fn record_delegate(&self, run_id: &str, agent_id: Option<&str>, parent: &str) {
+        let new = store::NewRun {
+            id: Some(run_id.to_owned()),
+            agent_id: agent_id.unwrap_or_default().to_owned(),
+            org_id: self.org_id.clone(),
+            user_id: self.user_id.clone(),
+            conversation_id: None,
+            parent_run_id: Some(parent.to_owned()),
+            surface: "delegate".to_owned(),
+            status: RunStatus::Running,
+            input: None,
+        };
+        let store = self.state.store();
+        let lease = lease_until();
+        if let Err(e) = store.create_run(&new).await {
+            tracing::warn!(run_id, "cannot record the delegate run: {e}");
+        } else if let Err(e) = store.claim_run(run_id, self.state.instance_id(), lease).await {
+            tracing::warn!(run_id, "cannot lease the delegate run: {e}");
         }
     }
 }
@@ -518,44 +591,82 @@ pub struct StartRun {
 /// closed: it never reaches the model).
 pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver<AgentEvent> {
     let (stream, receiver) = state.open_run_stream(&start.run_id);
-    let sink: Arc<dyn EventSink> = Arc::new(StreamSink::new(state, stream, &start.run_id));
+    let sink: Arc<dyn EventSink> = Arc::new(StreamSink::new(state, stream, &start));
     let services = RunServices {
         events: sink.clone(),
         journal: Some(Arc::new(StoreJournal { store: state.store().clone() })),
         hub: Some(state.runs().clone()),
     };
+    if let Err(e) = state.store().claim_run(&start.run_id, state.instance_id(), lease_until()).await {
+        tracing::warn!(run_id = %start.run_id, "cannot lease the run: {e}");
+    }
     let task_state = state.clone();
     state.metrics().run_started();
     let run_id = start.run_id.clone();
     let task = tokio::spawn(async move {
         let state = task_state;
         let run_id = start.run_id.clone();
-        let prepared = prepare(&state, &start, services.clone()).await;
-        let (status, answer, error) = match prepared {
-            Ok(run) => {
-                let outcome = run_agent(run).await;
-                match outcome.status {
-                    agent_react::RunStatus::Completed => (RunStatus::Completed, outcome.answer, None),
-                    agent_react::RunStatus::Failed => (RunStatus::Failed, None, outcome.error),
+        // A panic anywhere in the run (model client, sink, loop) still ends the run and its stream.
+        let body = AssertUnwindSafe(async {
+            match prepare(&state, &start, services.clone()).await {
+                Ok(run) => {
+                    let outcome = run_agent(run).await;
+                    match outcome.status {
+                        agent_react::RunStatus::Completed => (RunStatus::Completed, outcome.answer, None),
+                        agent_react::RunStatus::Failed => (RunStatus::Failed, None, outcome.error),
+                    }
+                }
+                Err(why) => {
+                    let emitter = agent_react::RunEmitter::with_first_seq(&run_id, sink.clone(), start.first_seq);
+                    emitter
+                        .emit(EventKind::RunStarted { agent_id: Some(start.agent.id.clone()), parent_run_id: None })
+                        .await;
+                    emitter.emit(EventKind::RunFailed { error: why.clone() }).await;
+                    (RunStatus::Failed, None, Some(why))
                 }
             }
-            Err(why) => {
-                let emitter = agent_react::RunEmitter::with_first_seq(&run_id, sink.clone(), start.first_seq);
-                emitter
-                    .emit(EventKind::RunStarted { agent_id: Some(start.agent.id.clone()), parent_run_id: None })
-                    .await;
-                emitter.emit(EventKind::RunFailed { error: why.clone() }).await;
+        });
+        let (status, answer, error) = match futures::FutureExt::catch_unwind(body).await {
+            Ok(end) => end,
+            Err(_) => {
+                let why = "the run failed: internal error (panic)".to_owned();
+                state.runs().emit(&run_id, EventKind::RunFailed { error: why.clone() }).await;
                 (RunStatus::Failed, None, Some(why))
             }
         };
         state.metrics().run_finished(status == RunStatus::Completed);
-        if let Err(e) = state.store().update_run(&run_id, &RunUpdate { status, answer, error }).await {
+        let end = RunUpdate { status, answer, error };
+        if let Err(e) = state.store().update_active_run(&run_id, &end).await {
             tracing::error!(run_id, "cannot record the run's end: {e}");
         }
         state.finish_run(&run_id);
     });
     state.track_run(&run_id, task.abort_handle());
     receiver
+}
+
+/// How long a run lease lasts without renewal.
+pub const LEASE: std::time::Duration = std::time::Duration::from_secs(4);
+
+fn lease_until() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() + chrono::Duration::from_std(LEASE).unwrap_or_else(|_| chrono::Duration::seconds(4))
+}
+
+/// The lease loop of a process: every second, renew the leases of the runs it runs, and take over
+/// (resume) active runs whose lease expired — left by a process that died, or by this one before a
+/// restart. Several replicas never run the same run: taking a lease is one conditional UPDATE.
+pub async fn lease_loop(state: AppState) {
+    let mut ticker = tokio::time::interval(std::time::Duration::from_secs(1));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        if let Err(e) = state.store().renew_run_leases(state.instance_id(), lease_until()).await {
+            tracing::warn!("cannot renew run leases: {e}");
+        }
+        if let Err(e) = resume_runs(&state).await {
+            tracing::warn!("cannot resume runs: {e}");
+        }
+    }
 }
 
 /// Resumes every top-level run a previous process left `running` or `awaiting_confirmation`:
@@ -568,7 +679,7 @@ pub async fn resume_runs(state: &AppState) -> Result<usize, ApiError> {
     let runs = state.store().list_runs_by_status(&[RunStatus::Running, RunStatus::AwaitingConfirmation]).await?;
     let mut resumed = 0;
     for run in runs {
-        if state.is_tracked(&run.id) {
+        if state.is_tracked(&run.id) || !state.store().claim_run(&run.id, state.instance_id(), lease_until()).await? {
             continue;
         }
         let agent = state.store().get_agent(&run.agent_id).await?;
@@ -579,7 +690,7 @@ pub async fn resume_runs(state: &AppState) -> Result<usize, ApiError> {
                 "cannot resume after a restart: the agent or the run's input is gone"
             };
             let update = RunUpdate { status: RunStatus::Failed, answer: None, error: Some(error.to_owned()) };
-            state.store().update_run(&run.id, &update).await?;
+            state.store().update_active_run(&run.id, &update).await?;
             continue;
         };
         let first_seq =
@@ -603,18 +714,26 @@ pub async fn resume_runs(state: &AppState) -> Result<usize, ApiError> {
 /// (cards updated), emits `run_failed` and records `cancelled` with the reason.
 pub async fn cancel_run(state: &AppState, run: &store::Run, reason: &str) -> Result<store::Run, ApiError> {
     let error = format!("cancelled: {reason}");
-    // Into the live stream first (it ends SSE clients), then stop the task.
+    // The run and its delegates' runs: recorded `cancelled` first, so nothing the task still
+    // reports can overwrite it (end updates are conditional on an active run).
+    let active = state.store().list_runs_by_status(&[RunStatus::Running, RunStatus::AwaitingConfirmation]).await?;
+    let mut tree: Vec<String> = vec![run.id.clone()];
+    tree.extend(active.iter().filter(|r| r.parent_run_id.as_deref() == Some(run.id.as_str())).map(|r| r.id.clone()));
+    for id in &tree {
+        let update = RunUpdate { status: RunStatus::Cancelled, answer: None, error: Some(error.clone()) };
+        state.store().update_active_run(id, &update).await?;
+    }
+    // Into the live stream (it ends SSE clients), then stop the task.
     state.runs().emit(&run.id, EventKind::RunFailed { error: error.clone() }).await;
     state.abort_run(&run.id);
     let pending = state.store().list_confirmations(&run.org_id, Some(ConfirmationStatus::Pending)).await?;
-    for record in pending.into_iter().filter(|r| r.run_id == run.id) {
+    for record in pending.into_iter().filter(|r| tree.contains(&r.run_id)) {
         if let DecideOutcome::Decided(record) = state.store().cancel_confirmation(&record.id, Some(&error)).await? {
             state.confirmations().notify_decided(&record.id);
             update_card(state, &record).await;
         }
     }
-    let update = RunUpdate { status: RunStatus::Cancelled, answer: None, error: Some(error) };
-    Ok(state.store().update_run(&run.id, &update).await?)
+    state.store().get_run(&run.id).await?.ok_or_else(|| ApiError::not_found("run"))
 }
 
 /// Patches a decided request's card to its final state, logging failures.

@@ -113,6 +113,17 @@ impl Store {
         Ok(matches!(result, TryInsertResult::Inserted(n) if n > 0))
     }
 
+    /// Forgets one delivery key, so that Feishu's redelivery is processed again (used when
+    /// processing the first delivery failed).
+    pub async fn forget_callback_event(&self, channel_id: &str, event_key: &str) -> Result<(), StoreError> {
+        callback_events::Entity::delete_many()
+            .filter(callback_events::Column::ChannelId.eq(channel_id))
+            .filter(callback_events::Column::EventKey.eq(event_key))
+            .exec(&self.db)
+            .await?;
+        Ok(())
+    }
+
     /// Deletes the callback events received more than `older_than` ago; returns how many.
     /// (Feishu redelivers for hours, not days: a day is a safe horizon.)
     pub async fn purge_callback_events(&self, older_than: Duration) -> Result<u64, StoreError> {

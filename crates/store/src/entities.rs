@@ -203,6 +203,8 @@ pub mod runs {
         pub surface: String,
         pub status: String,
         pub input: Option<String>,
+        pub owner: Option<String>,
+        pub lease_until: Option<ChronoDateTimeUtc>,
         pub answer: Option<String>,
         pub error: Option<String>,
         pub created_at: ChronoDateTimeUtc,

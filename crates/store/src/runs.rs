@@ -43,6 +43,8 @@ impl Store {
             surface: Set(run.surface.clone()),
             status: Set(run.status.as_str().to_owned()),
             input: Set(run.input.clone()),
+            owner: Set(None),
+            lease_until: Set(None),
             answer: Set(None),
             error: Set(None),
             created_at: Set(at),
@@ -76,6 +78,68 @@ impl Store {
             return Err(StoreError::NotFound(format!("run {id}")));
         }
         self.get_run(id).await?.ok_or_else(|| StoreError::NotFound(format!("run {id}")))
+    }
+
+    /// Like [`Store::update_run`], but only while the run is `running` or
+    /// `awaiting_confirmation`: a run that ended (completed, failed, cancelled) keeps its final
+    /// status. Returns whether the run was updated.
+    pub async fn update_active_run(&self, id: &str, update: &RunUpdate) -> Result<bool, StoreError> {
+        let mut query = runs::Entity::update_many()
+            .col_expr(runs::Column::Status, Expr::value(update.status.as_str()))
+            .col_expr(runs::Column::UpdatedAt, Expr::value(now()));
+        if let Some(answer) = &update.answer {
+            query = query.col_expr(runs::Column::Answer, Expr::value(answer.clone()));
+        }
+        if let Some(error) = &update.error {
+            query = query.col_expr(runs::Column::Error, Expr::value(error.clone()));
+        }
+        let active = [RunStatus::Running.as_str(), RunStatus::AwaitingConfirmation.as_str()];
+        let result =
+            query.filter(runs::Column::Id.eq(id)).filter(runs::Column::Status.is_in(active)).exec(&self.db).await?;
+        Ok(result.rows_affected > 0)
+    }
+
+    /// Takes (or renews) the lease on an active run for `owner` (a process id) until
+    /// `lease_until`: succeeds when the run is active and unowned, owned by `owner`, or its lease
+    /// expired before `now`. One conditional UPDATE, so two processes never both take it.
+    pub async fn claim_run(
+        &self,
+        id: &str,
+        owner: &str,
+        lease_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool, StoreError> {
+        let active = [RunStatus::Running.as_str(), RunStatus::AwaitingConfirmation.as_str()];
+        let result = runs::Entity::update_many()
+            .col_expr(runs::Column::Owner, Expr::value(owner))
+            .col_expr(runs::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(runs::Column::Id.eq(id))
+            .filter(runs::Column::Status.is_in(active))
+            .filter(
+                sea_orm::Condition::any()
+                    .add(runs::Column::Owner.is_null())
+                    .add(runs::Column::Owner.eq(owner))
+                    .add(runs::Column::LeaseUntil.is_null())
+                    .add(runs::Column::LeaseUntil.lt(now())),
+            )
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected > 0)
+    }
+
+    /// Renews the leases of every active run owned by `owner` (the heartbeat of a live process).
+    pub async fn renew_run_leases(
+        &self,
+        owner: &str,
+        lease_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, StoreError> {
+        let active = [RunStatus::Running.as_str(), RunStatus::AwaitingConfirmation.as_str()];
+        let result = runs::Entity::update_many()
+            .col_expr(runs::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(runs::Column::Owner.eq(owner))
+            .filter(runs::Column::Status.is_in(active))
+            .exec(&self.db)
+            .await?;
+        Ok(result.rows_affected)
     }
 
     /// The runs in any of `statuses`, oldest first (e.g. `running` and `awaiting_confirmation`

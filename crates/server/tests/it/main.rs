@@ -298,10 +298,15 @@ async fn two_replicas_on_postgres_a_decision_on_one_releases_the_other() {
     let upstream = upstream().await;
     let platform = feishu::platform().await;
     let a = Server::start(&url, free_port(), ADMIN).await;
-    let b = Server::start(&url, free_port(), ADMIN).await;
     let s = setup_with(&a, &upstream, Some(&platform), 120).await;
     let run_id = start_chat(&a, &s).await;
+    wait_pending(&a, &s.key).await;
+    // B starts while A's run waits: A holds the run's lease, so B does not take the run over.
+    let b = Server::start(&url, free_port(), ADMIN).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     let pending = wait_pending(&b, &s.key).await;
+    assert_eq!(b.get(&s.key, "/api/v1/confirmations").await.as_array().unwrap().len(), 1);
+    assert_eq!(feishu::cards_sent(&platform).await, 1, "one card: B did not run the run again");
     let id = pending["id"].as_str().unwrap().to_owned();
     // The click reaches B, which is not waiting.
     let (headers, body) = feishu::click(&id, "approve", "ou_ada");
@@ -335,4 +340,37 @@ fn migrate_with_a_bad_database_url_fails_in_one_line_without_the_password() {
         assert!(!stderr.contains("hunter2"), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+/// The org turns read-only while a human decides: the approved write does not run.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_org_turned_read_only_during_the_wait_blocks_the_approved_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream().await;
+    let server = Server::start(&sqlite_url(&dir), free_port(), ADMIN).await;
+    let s = setup(&server, &upstream).await;
+    let run_id = start_chat(&server, &s).await;
+    let pending = wait_pending(&server, &s.key).await;
+    let response = agent_react::http_client()
+        .unwrap()
+        .patch(server.url(&format!("/api/v1/orgs/{}", s.org_id)))
+        .bearer_auth(&s.key)
+        .json(&json!({"read_only": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    server
+        .post(
+            &s.key,
+            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    wait_run(&server, &s.key, &run_id, "completed").await;
+    assert_eq!(payments(&upstream).await, 0, "the write never ran");
+    let events = server.get_text(&s.key, &format!("/api/v1/runs/{run_id}/events")).await;
+    assert!(events.contains("\"blocked_by\":\"read_only_guard\""), "{events}");
+    let audit = server.get(&s.key, &format!("/api/v1/audit/connector-calls?run_id={run_id}")).await;
+    assert_eq!(audit[0]["outcome"], "blocked");
 }

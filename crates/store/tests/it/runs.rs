@@ -174,3 +174,41 @@ async fn the_audit_log_is_idempotent_per_call() {
         assert_eq!(s.list_connector_calls("org-2", Some("run-1")).await.unwrap().len(), 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ended_run_keeps_its_final_status() {
+    for db in backends().await {
+        let s = &db.store;
+        let org = s.create_org(&format!("org-{}", db.label)).await.unwrap();
+        let run = s.create_run(&new_run(&org.id, RunStatus::Running)).await.unwrap();
+        let cancel = RunUpdate { status: RunStatus::Cancelled, answer: None, error: Some("cancelled: stop".into()) };
+        assert!(s.update_active_run(&run.id, &cancel).await.unwrap(), "{}", db.label);
+        let late = RunUpdate { status: RunStatus::Completed, answer: Some("done".into()), error: None };
+        assert!(!s.update_active_run(&run.id, &late).await.unwrap(), "{}", db.label);
+        let stored = s.get_run(&run.id).await.unwrap().unwrap();
+        assert_eq!(stored.status, RunStatus::Cancelled, "{}", db.label);
+        assert_eq!(stored.answer, None, "{}", db.label);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_process_at_a_time_holds_a_run_lease() {
+    for db in backends().await {
+        let s = &db.store;
+        let org = s.create_org(&format!("org-{}", db.label)).await.unwrap();
+        let run = s.create_run(&new_run(&org.id, RunStatus::Running)).await.unwrap();
+        let later = chrono::Utc::now() + chrono::Duration::seconds(30);
+        assert!(s.claim_run(&run.id, "a", later).await.unwrap(), "{}", db.label);
+        assert!(!s.claim_run(&run.id, "b", later).await.unwrap(), "a live lease is not taken: {}", db.label);
+        assert!(s.claim_run(&run.id, "a", later).await.unwrap(), "the owner renews: {}", db.label);
+        assert_eq!(s.renew_run_leases("a", later).await.unwrap(), 1, "{}", db.label);
+        // Expired: another process takes it over.
+        let past = chrono::Utc::now() - chrono::Duration::seconds(1);
+        s.claim_run(&run.id, "a", past).await.unwrap();
+        assert!(s.claim_run(&run.id, "b", later).await.unwrap(), "{}", db.label);
+        assert!(!s.claim_run(&run.id, "a", later).await.unwrap(), "{}", db.label);
+        // An ended run is never claimed.
+        s.update_run(&run.id, &RunUpdate { status: RunStatus::Completed, answer: None, error: None }).await.unwrap();
+        assert!(!s.claim_run(&run.id, "c", later).await.unwrap(), "{}", db.label);
+    }
+}
