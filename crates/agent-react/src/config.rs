@@ -13,7 +13,7 @@ pub const AGENT_CONFIG_VERSION: u32 = 1;
 /// {"version": 1, "instructions": "You pay invoices.", "model": {"provider": "scripted", "turns": []},
 ///  "tools": ["current_time"], "connectors": ["<connector id>"], "delegates": ["<agent id>"],
 ///  "require_confirmation_for_all": false,
-///  "confirmation": {"timeout_s": 300, "approver_scope": "initiator", "channel_id": null},
+///  "confirmation": {"timeout_s": 120, "approver_scope": "org_admins", "channel_id": null},
 ///  "hooks": {"class_hooks": ["result_truncate", {"name": "result_truncate", "config": {"max_chars": 4000}}]}}
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,7 +51,7 @@ fn current_version() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmationConfig {
-    /// How long a request waits for a decision, in seconds. Default 300.
+    /// How long a request waits for a decision, in seconds. Default 120.
     #[serde(default = "default_timeout_s")]
     pub timeout_s: u64,
     #[serde(default)]
@@ -62,7 +62,7 @@ pub struct ConfirmationConfig {
 }
 
 fn default_timeout_s() -> u64 {
-    300
+    120
 }
 
 impl Default for ConfirmationConfig {
@@ -80,9 +80,10 @@ impl Default for ConfirmationConfig {
 #[serde(rename_all = "snake_case")]
 pub enum ApproverScope {
     /// The user who started the run.
-    #[default]
     Initiator,
     AgentOwner,
+    /// Any admin of the org (the default).
+    #[default]
     OrgAdmins,
     OrgMembers,
 }

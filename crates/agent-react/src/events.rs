@@ -159,6 +159,13 @@ pub trait RunJournal: Send + Sync {
     /// The tool is about to run (status `executing`) with the effective `arguments`. The answer
     /// says whether it may: a call this run already made (a resumed run) is never made twice.
     async fn tool_started(&self, run_id: &str, tool_call_id: &str, tool_name: &str, arguments: &Value) -> ToolStart;
+    /// What the journal already knows of this call, before any hook runs: `None` (the default)
+    /// for a call it never saw; `Done` or `Unknown` for a call of a resumed run that was started
+    /// before a restart.
+    async fn recorded(&self, _run_id: &str, _tool_call_id: &str) -> Option<ToolStart> {
+        None
+    }
+
     /// The tool ended: `outcome` is `executed` or `failed`; `result` is the tool's own result,
     /// before the PostToolUse chain (so a truncated observation stays whole here).
     async fn tool_finished(&self, run_id: &str, tool_call_id: &str, outcome: &str, result: &Value);

@@ -39,7 +39,7 @@ fn default_timeout_s() -> u64 {
 
 /// How a connector authenticates. Serialized with a `type` tag: `{"type":"bearer","token":"…"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ConnectorAuth {
     #[default]
     None,

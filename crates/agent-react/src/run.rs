@@ -440,6 +440,19 @@ async fn process_call(
             break 'stage Stage::Blocked { by: BLOCKED_BY_VALIDATION.into(), reason };
         }
 
+        // A resumed run: a call the journal already knows is neither re-checked by the Pre hooks
+        // (it already passed them, and must not spend quota or be reported blocked) nor run again.
+        if let Some(journal) = &run.services.journal {
+            match journal.recorded(&scope.run_id, &call.id).await {
+                None | Some(ToolStart::Run) => {}
+                Some(ToolStart::Done { result, failed: false }) => break 'stage Stage::Replayed { result },
+                Some(ToolStart::Done { result, failed: true }) => {
+                    break 'stage Stage::ReplayedFailure { error: failure_text(&result) };
+                }
+                Some(ToolStart::Unknown) => break 'stage Stage::Failed { error: UNKNOWN_OUTCOME.into(), http: None },
+            }
+        }
+
         let mut ctx = HookContext::pre_tool_use(call.name.clone(), args.clone());
         ctx.agent_id = scope.agent_id.clone();
         ctx.user_id = scope.user_id.clone();

@@ -21,6 +21,9 @@ pub enum ApiError {
     /// 404 `not_found`. Also what another org's ids answer.
     #[error("{0}")]
     NotFound(String),
+    /// 405 `method_not_allowed`.
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// 409 `conflict`, or a more precise code (`already_decided`).
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
@@ -62,6 +65,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict { code, .. } => (StatusCode::CONFLICT, code),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
@@ -91,7 +95,10 @@ impl From<store::StoreError> for ApiError {
         match error {
             StoreError::NotFound(what) => ApiError::NotFound(format!("not found: {what}")),
             StoreError::Conflict(what) => ApiError::Conflict { code: "conflict", message: format!("conflict: {what}") },
-            StoreError::Database(message) => ApiError::Unavailable(format!("database unavailable: {message}")),
+            StoreError::Database(message) => {
+                tracing::error!("database error: {message}");
+                ApiError::Unavailable("the database is unavailable; nothing was changed".to_owned())
+            }
             other => ApiError::internal(other),
         }
     }

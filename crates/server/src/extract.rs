@@ -47,3 +47,44 @@ fn json_rejection(rejection: JsonRejection) -> ApiError {
         other => ApiError::bad_request(other.body_text()),
     }
 }
+
+/// `axum::extract::Query`, with rejections (unknown or malformed parameters) answered as 400
+/// `invalid_query` in the API's error shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(ApiError::BadRequest { code: "invalid_query", message: rejection.body_text() }),
+        }
+    }
+}
+
+/// The raw body, with a body over the limit answered as 413 in the API's error shape.
+#[derive(Debug, Clone, Default)]
+pub struct ApiBytes(pub axum::body::Bytes);
+
+impl<S> FromRequest<S> for ApiBytes
+where
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::body::Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(ApiBytes(bytes)),
+            Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::PayloadTooLarge("request body too large".to_owned()))
+            }
+            Err(e) => Err(ApiError::bad_request(e.body_text())),
+        }
+    }
+}

@@ -558,6 +558,25 @@ impl RunJournal for StoreJournal {
         }
     }
 
+    async fn recorded(&self, run_id: &str, tool_call_id: &str) -> Option<ToolStart> {
+        match self.store.get_tool_execution(run_id, tool_call_id).await {
+            Ok(None) => None,
+            Ok(Some(existing)) => Some(match existing.status {
+                store::ToolExecutionStatus::Executing => ToolStart::Unknown,
+                status => ToolStart::Done {
+                    result: existing.result.unwrap_or(Value::Null),
+                    failed: status != store::ToolExecutionStatus::Completed,
+                },
+            }),
+            Err(e) => {
+                // The journal cannot be read: the call goes on to `tool_started`, which refuses to
+                // run a tool it cannot record.
+                tracing::warn!(run_id, tool_call_id, "cannot read the tool journal: {e}");
+                None
+            }
+        }
+    }
+
     async fn tool_finished(&self, run_id: &str, tool_call_id: &str, outcome: &str, result: &Value) {
         let status = if outcome == "executed" {
             store::ToolExecutionStatus::Completed
@@ -740,7 +759,7 @@ pub async fn cancel_run(state: &AppState, run: &store::Run, reason: &str) -> Res
 pub async fn update_card(state: &AppState, record: &ConfirmationRecord) {
     let (Some(channel_id), Some(message_id)) = (&record.channel_id, &record.message_id) else { return };
     let Ok(Some(channel)) = state.channel(channel_id).await else { return };
-    let Some(card_state) = crate::routes::confirmations::final_state(record) else { return };
+    let Some(card_state) = crate::routes::confirmations::final_state(state, record).await else { return };
     let card = card_for(state, record).await;
     if let Err(e) = channel.update_approval(message_id, &card, &card_state).await {
         tracing::warn!(confirmation_id = %record.id, "cannot update the approval card: {e}");

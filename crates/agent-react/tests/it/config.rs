@@ -12,7 +12,7 @@ fn agent_config_parses_defaults_and_hook_specs() {
     }))
     .unwrap();
     assert_eq!(config.version, 1);
-    assert_eq!(config.confirmation.timeout_s, 300);
+    assert_eq!(config.confirmation.timeout_s, 120);
     assert_eq!(config.confirmation.approver_scope, ApproverScope::OrgAdmins);
     assert!(!config.require_confirmation_for_all);
     assert_eq!(config.hooks.class_hooks[0], HookSpec::Name("result_truncate".into()));
@@ -83,7 +83,7 @@ mod catalog {
     #[test]
     fn gate_always_then_class_hooks_by_name() {
         let registry = catalog().build(&agent(json!({}))).unwrap();
-        assert_eq!(registry.pre_hook_names(), ["gate_300"]);
+        assert_eq!(registry.pre_hook_names(), ["gate_120"]);
         let registry = catalog()
             .build(&agent(
                 json!({"class_hooks": ["result_truncate", {"name": "feishu_gate", "config": {"timeout_s": 5}}]}),

@@ -292,6 +292,8 @@ struct Journal {
     entries: std::sync::Mutex<Vec<String>>,
     /// What `tool_started` answers per tool call id (default: run it).
     answers: std::sync::Mutex<std::collections::HashMap<String, agent_react::ToolStart>>,
+    /// What `recorded` answers per tool call id (default: never seen).
+    known: std::sync::Mutex<std::collections::HashMap<String, agent_react::ToolStart>>,
 }
 
 #[async_trait::async_trait]
@@ -308,6 +310,9 @@ impl agent_react::RunJournal for Journal {
     }
     async fn tool_finished(&self, run_id: &str, tool_call_id: &str, outcome: &str, result: &Value) {
         self.entries.lock().unwrap().push(format!("finished {run_id}/{tool_call_id} {outcome} {result}"));
+    }
+    async fn recorded(&self, _run_id: &str, tool_call_id: &str) -> Option<agent_react::ToolStart> {
+        self.known.lock().unwrap().get(tool_call_id).cloned()
     }
 }
 
@@ -368,6 +373,28 @@ async fn a_resumed_run_never_runs_a_recorded_call_twice() {
     assert!(entries.iter().any(|e| e.starts_with("finished run-1/call_0_1 failed")), "{entries:?}");
     let seqs: Vec<u64> = sink.events().iter().map(|e| e.seq).collect();
     assert_eq!(seqs.first(), Some(&10), "a resumed run continues its stored seq");
+}
+
+/// A recorded call of a resumed run skips the Pre hooks: a blocking hook neither blocks nor sees it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_call_skips_the_pre_hooks_on_resume() {
+    let mut hooks = HookRegistry::new();
+    hooks.register_pre(Arc::new(FnPre::new("blocks_everything", |_| Ok(HookResult::block("no")))));
+    let model =
+        scripted(json!([{"tool_calls": [{"name": "payments__get_balance", "arguments": {}}]}, {"content": "ok"}]));
+    let journal = Arc::new(Journal::default());
+    journal
+        .known
+        .lock()
+        .unwrap()
+        .insert("call_0_0".to_owned(), agent_react::ToolStart::Done { result: json!({"balance": 7}), failed: false });
+    let (mut run, sink) = agent_run(model, vec![FakeTool::new("payments__get_balance", SideEffect::Read).arc()], hooks);
+    run.services.journal = Some(journal.clone());
+    let (_, events) = check(run, &sink).await;
+    let result = events.iter().find(|e| e["event"] == "tool_result").unwrap();
+    assert_eq!(result["blocked"], false, "{result}");
+    assert_eq!(result["output"], json!({"balance": 7}));
+    assert!(journal.entries.lock().unwrap().is_empty(), "neither started nor finished again");
 }
 
 #[tokio::test(flavor = "multi_thread")]

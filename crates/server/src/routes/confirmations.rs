@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use channel_core::{ApprovalChannel, CardState, Decision};
@@ -18,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::ApiJson;
+use crate::extract::{ApiBytes, ApiJson, ApiQuery};
 use crate::state::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -95,7 +94,7 @@ fn caller_org(caller: &Caller, org_id: Option<String>) -> Result<String, ApiErro
 pub async fn list_confirmations(
     State(state): State<AppState>,
     caller: Caller,
-    Query(query): Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Vec<ConfirmationView>>, ApiError> {
     let org_id = caller_org(&caller, query.org_id)?;
     let status = match query.status.as_deref() {
@@ -195,7 +194,10 @@ async fn apply(
 ) -> Result<DecisionOutcome, ApiError> {
     let store = state.store();
     let deps = DecideDeps { store, directory: store, notifier: state.confirmations().as_ref(), channel };
-    hook_builtins::decide(deps, request).await.map_err(|e| ApiError::Unavailable(e.to_string()))
+    hook_builtins::decide(deps, request).await.map_err(|e| {
+        tracing::error!(confirmation_id = %request.confirmation_id, "decision failed: {e}");
+        ApiError::Unavailable("the decision could not be recorded; nothing was changed".to_owned())
+    })
 }
 
 /// The Feishu callback: verified, decrypted and parsed by `channel-feishu`; card actions decide
@@ -207,7 +209,7 @@ pub async fn feishu_callback(
     State(state): State<AppState>,
     Path(channel_id): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> Result<Response, ApiError> {
     let row = state.store().get_channel(&channel_id).await?.filter(|c| c.kind == "feishu");
     let row = row.ok_or_else(|| ApiError::not_found("channel"))?;
@@ -255,10 +257,19 @@ pub async fn feishu_callback(
         reason: None,
     };
     // The card is patched after answering (Feishu: answer the callback first), so no channel here.
-    let outcome = apply(&state, None, &request).await?;
+    let outcome = match apply(&state, None, &request).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            // Feishu redelivers on a non-200: let the redelivery be processed, not deduplicated.
+            if let Err(e) = state.store().forget_callback_event(&channel_id, &action.dedup_key()).await {
+                tracing::warn!(channel_id, "cannot forget the callback key after a failure: {e}");
+            }
+            return Err(error);
+        }
+    };
     Ok(match outcome {
         DecisionOutcome::Decided(record) => {
-            let card_state = final_state(&record);
+            let card_state = final_state(&state, &record).await;
             let channel = state.channel(&channel_id).await.ok().flatten();
             let (text, kind) = match record.status {
                 ConfirmationStatus::Approved => ("Approved. The tool call will run.", ToastKind::Success),
@@ -281,12 +292,15 @@ pub async fn feishu_callback(
     })
 }
 
-/// The card state a decided row shows.
-pub fn final_state(record: &ConfirmationRecord) -> Option<CardState> {
+/// The card state a decided row shows, naming the deciding user (by name when known).
+pub async fn final_state(state: &AppState, record: &ConfirmationRecord) -> Option<CardState> {
     let at = record.responded_at.unwrap_or(record.updated_at);
-    let by = record
-        .responded_by_user_id
-        .clone()
+    let name = match &record.responded_by_user_id {
+        Some(id) => state.store().get_user(id).await.ok().flatten().map(|u| u.name),
+        None => None,
+    };
+    let by = name
+        .or_else(|| record.responded_by_user_id.clone())
         .or_else(|| record.responded_by_open_id.clone())
         .unwrap_or_else(|| "an operator".to_owned());
     match record.status {
@@ -330,7 +344,7 @@ pub struct AuditQuery {
 pub async fn connector_calls(
     State(state): State<AppState>,
     caller: Caller,
-    Query(query): Query<AuditQuery>,
+    ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let org_id = caller_org(&caller, query.org_id)?;
     let rows = state.store().list_connector_calls(&org_id, query.run_id.as_deref()).await?;

@@ -58,7 +58,8 @@ pub fn app(state: AppState) -> Router {
         .route("/confirmations/{id}/decision", post(confirmations::decide_confirmation))
         .route("/audit/connector-calls", get(confirmations::connector_calls))
         .route("/openapi.json", get(openapi))
-        .fallback(not_found);
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed);
     Router::new()
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))
@@ -77,6 +78,10 @@ async fn openapi() -> impl IntoResponse {
 async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     let pending = state.store().count_pending_confirmations().await?;
     Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics().render(pending)))
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed("this route does not take that method".to_owned())
 }
 
 async fn not_found() -> ApiError {

@@ -151,6 +151,41 @@ fn live_events(
     })
 }
 
+/// The stored events of a run that runs elsewhere, polled every 500 ms until its terminal event.
+fn stored_events(state: AppState, run_id: String, after: Option<i64>) -> impl Stream<Item = Result<Event, Infallible>> {
+    use futures::StreamExt as _;
+    futures::stream::unfold((after, false), move |(mut after, done)| {
+        let state = state.clone();
+        let run_id = run_id.clone();
+        async move {
+            if done {
+                return None;
+            }
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let events = match state.store().list_run_events(&run_id, after).await {
+                    Ok(events) => events,
+                    Err(e) => {
+                        tracing::warn!(run_id, "cannot follow the run's events: {e}");
+                        return None;
+                    }
+                };
+                if events.is_empty() {
+                    continue;
+                }
+                after = events.last().map(|e| e.seq);
+                let terminal = events.iter().any(|e| e.event == "run_completed" || e.event == "run_failed");
+                let batch: Vec<Result<Event, Infallible>> = events
+                    .into_iter()
+                    .map(|e| Ok(Event::default().event(e.event).id(e.seq.to_string()).data(e.data.to_string())))
+                    .collect();
+                return Some((futures::stream::iter(batch), (after, terminal)));
+            }
+        }
+    })
+    .flat_map(|batch| batch)
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RunView {
     pub id: String,
@@ -232,13 +267,14 @@ pub async fn run_events(
         .into_iter()
         .map(|e| Ok(Event::default().event(e.event).id(e.seq.to_string()).data(e.data.to_string())))
         .collect();
+    use futures::StreamExt as _;
     let live = match (live, finished) {
-        (Some(receiver), false) => {
-            futures::future::Either::Left(live_events(run.id.clone(), receiver, last_seq.map(|s| s.max(0) as u64)))
-        }
-        _ => futures::future::Either::Right(futures::stream::empty()),
+        (_, true) => futures::stream::empty().boxed(),
+        (Some(receiver), false) => live_events(run.id.clone(), receiver, last_seq.map(|s| s.max(0) as u64)).boxed(),
+        // The run goes on in another process (or is about to be resumed): follow its stored events.
+        (None, false) => stored_events(state.clone(), run.id.clone(), last_seq).boxed(),
     };
-    Ok(sse(futures::StreamExt::chain(futures::stream::iter(replay), live)))
+    Ok(sse(futures::stream::iter(replay).chain(live)))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -256,7 +292,7 @@ pub async fn cancel_run(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    crate::extract::ApiBytes(body): crate::extract::ApiBytes,
 ) -> Result<Json<RunView>, ApiError> {
     // The body is optional: empty, or `{"reason": …}`.
     let body: CancelBody = if body.iter().all(u8::is_ascii_whitespace) {

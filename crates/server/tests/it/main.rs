@@ -309,6 +309,15 @@ async fn two_replicas_on_postgres_a_decision_on_one_releases_the_other() {
     assert_eq!(feishu::cards_sent(&platform).await, 1, "one card: B did not run the run again");
     let id = pending["id"].as_str().unwrap().to_owned();
     // The click reaches B, which is not waiting.
+    // B follows the run's events although the run goes on in A.
+    let follow = {
+        let url = b.url(&format!("/api/v1/runs/{run_id}/events"));
+        let key = s.key.clone();
+        tokio::spawn(async move {
+            let client = agent_react::http_client().unwrap();
+            client.get(url).bearer_auth(key).send().await.unwrap().text().await.unwrap()
+        })
+    };
     let (headers, body) = feishu::click(&id, "approve", "ou_ada");
     let (status, answer) = b.callback(s.channel_id.as_deref().unwrap(), &headers, body).await;
     assert_eq!(status, 200, "{answer}");
@@ -318,6 +327,9 @@ async fn two_replicas_on_postgres_a_decision_on_one_releases_the_other() {
     assert_eq!(again.0, 409, "no request is decided twice");
     wait_run(&a, &s.key, &run_id, "completed").await;
     assert_eq!(payments(&upstream).await, 1);
+    let followed = tokio::time::timeout(Duration::from_secs(10), follow).await.expect("B's stream ended").unwrap();
+    assert!(followed.contains("event: confirmation_resolved"), "{followed}");
+    assert!(followed.contains("event: run_completed"), "{followed}");
 }
 
 /// `server migrate` on an unreachable or malformed database URL: one line naming the URL with the
