@@ -44,6 +44,16 @@ pub async fn cards_sent(server: &MockServer) -> usize {
     requests.iter().filter(|r| r.method.as_str() == "POST" && r.url.path() == MESSAGES_PATH).count()
 }
 
+/// The bodies of the card updates (PATCH) Feishu received.
+pub async fn patches(server: &MockServer) -> Vec<String> {
+    let requests = server.received_requests().await.unwrap_or_default();
+    requests
+        .iter()
+        .filter(|r| r.method.as_str() == "PATCH")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect()
+}
+
 /// A signed, encrypted `card.action.trigger` click: (headers, body).
 pub fn click(confirmation_id: &str, decision: &str, open_id: &str) -> (Vec<(String, String)>, Vec<u8>) {
     let event = json!({

@@ -265,10 +265,12 @@ async fn a_decision_made_while_the_server_is_down_is_honoured() {
 async fn cancel_stops_the_run_and_cancels_its_pending_request() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = upstream().await;
+    let platform = feishu::platform().await;
     let server = Server::start(&sqlite_url(&dir), free_port(), ADMIN).await;
-    let s = setup(&server, &upstream).await;
+    let s = setup_with(&server, &upstream, Some(&platform), 120).await;
     let run_id = start_chat(&server, &s).await;
     let pending = wait_pending(&server, &s.key).await;
+    wait_until(|| async { feishu::cards_sent(&platform).await == 1 }).await;
     let run = server.post(&s.key, &format!("/api/v1/runs/{run_id}/cancel"), json!({"reason": "wrong payee"})).await;
     assert_eq!(run["status"], "cancelled");
     assert_eq!(run["error"], "cancelled: wrong payee");
@@ -287,6 +289,65 @@ async fn cancel_stops_the_run_and_cancels_its_pending_request() {
     assert_eq!(payments(&upstream).await, 0);
     let again = server.post_raw(&s.key, &format!("/api/v1/runs/{run_id}/cancel"), json!({})).await;
     assert_eq!(again.0, 409, "{}", again.1);
+    // The card was updated to its final state for everyone.
+    let patches = feishu::patches(&platform).await;
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    assert!(patches[0].contains("Cancelled") || patches[0].contains("cancelled"), "{}", patches[0]);
+}
+
+/// A long result reaches the model truncated; the whole result stays in `tool_executions`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_result_is_truncated_for_the_model_and_kept_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = MockServer::start().await;
+    let long = "x".repeat(20_000);
+    Mock::given(method("GET"))
+        .and(path("/report"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"text": long})))
+        .mount(&upstream)
+        .await;
+    let server = Server::start(&sqlite_url(&dir), free_port(), ADMIN).await;
+    let org = server.post(ADMIN, "/api/v1/orgs", json!({"name": "reports"})).await;
+    let org_id = org["id"].as_str().unwrap();
+    let user =
+        server.post(ADMIN, &format!("/api/v1/orgs/{org_id}/users"), json!({"name": "Ada", "role": "admin"})).await;
+    let key = server.post(ADMIN, &format!("/api/v1/users/{}/api-keys", user["id"].as_str().unwrap()), json!({})).await;
+    let key = key["api_key"].as_str().unwrap().to_owned();
+    let connector = server
+        .post(
+            &key,
+            "/api/v1/connectors",
+            json!({"org_id": org_id, "name": "bi", "base_url": upstream.uri(),
+            "actions": [{"name": "report", "method": "GET", "path": "/report"}]}),
+        )
+        .await;
+    let agent = server
+        .post(&key, "/api/v1/agents", json!({"org_id": org_id, "name": "reader", "instructions": "Read.",
+            "model": {"provider": "scripted", "turns": [{"tool_calls": [{"name": "bi__report", "arguments": {}}]}, {"content": "read"}]},
+            "connectors": [connector["id"]]}))
+        .await;
+    let s = Setup {
+        org_id: org_id.to_owned(),
+        key: key.clone(),
+        agent_id: agent["id"].as_str().unwrap().to_owned(),
+        channel_id: None,
+    };
+    let run_id = start_chat(&server, &s).await;
+    wait_run(&server, &key, &run_id, "completed").await;
+    let events = server.get_text(&key, &format!("/api/v1/runs/{run_id}/events")).await;
+    let result: Value = events
+        .split("\n\n")
+        .find(|frame| frame.contains("event: tool_result"))
+        .and_then(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .unwrap();
+    let output = result["output"].as_str().unwrap();
+    assert!(output.ends_with("[truncated: showing 8000 of 20011 chars]"), "{}", &output[output.len() - 60..]);
+    let execution = server
+        .get(&key, &format!("/api/v1/runs/{run_id}/tool-executions/{}", result["tool_call_id"].as_str().unwrap()))
+        .await;
+    assert_eq!(execution["result"]["text"].as_str().unwrap().len(), 20_000, "the whole result is kept");
+    assert_eq!(execution["status"], "completed");
 }
 
 /// Two replicas on one PostgreSQL database: the run waits on A, the decision reaches B, and A's
