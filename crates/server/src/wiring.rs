@@ -540,13 +540,7 @@ impl RunJournal for StoreJournal {
         };
         match self.store.start_tool_execution(&new).await {
             Ok((_, true)) => ToolStart::Run,
-            Ok((existing, false)) => match existing.status {
-                store::ToolExecutionStatus::Executing => ToolStart::Unknown,
-                status => ToolStart::Done {
-                    result: existing.result.unwrap_or(Value::Null),
-                    failed: status != store::ToolExecutionStatus::Completed,
-                },
-            },
+            Ok((existing, false)) => replay_of(existing),
             Err(e) => {
                 // Without the `executing` record the call could run twice after a crash: refuse it.
                 tracing::error!(run_id, tool_call_id, "cannot record the tool execution: {e}");
@@ -561,13 +555,7 @@ impl RunJournal for StoreJournal {
     async fn recorded(&self, run_id: &str, tool_call_id: &str) -> Option<ToolStart> {
         match self.store.get_tool_execution(run_id, tool_call_id).await {
             Ok(None) => None,
-            Ok(Some(existing)) => Some(match existing.status {
-                store::ToolExecutionStatus::Executing => ToolStart::Unknown,
-                status => ToolStart::Done {
-                    result: existing.result.unwrap_or(Value::Null),
-                    failed: status != store::ToolExecutionStatus::Completed,
-                },
-            }),
+            Ok(Some(existing)) => Some(replay_of(existing)),
             Err(e) => {
                 // The journal cannot be read: the call goes on to `tool_started`, which refuses to
                 // run a tool it cannot record.
@@ -587,6 +575,18 @@ impl RunJournal for StoreJournal {
         if let Err(e) = self.store.finish_tool_execution(run_id, tool_call_id, &finish).await {
             tracing::warn!(run_id, tool_call_id, "cannot record the tool result: {e}");
         }
+    }
+}
+
+/// What a recorded tool execution means for a resumed run: a call still `executing` has an unknown
+/// outcome; a finished one is replayed from its record.
+fn replay_of(existing: store::ToolExecution) -> ToolStart {
+    match existing.status {
+        store::ToolExecutionStatus::Executing => ToolStart::Unknown,
+        status => ToolStart::Done {
+            result: existing.result.unwrap_or(Value::Null),
+            failed: status != store::ToolExecutionStatus::Completed,
+        },
     }
 }
 

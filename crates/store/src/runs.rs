@@ -64,16 +64,7 @@ impl Store {
     ///
     /// Errors: [`StoreError::NotFound`] for an unknown run.
     pub async fn update_run(&self, id: &str, update: &RunUpdate) -> Result<Run, StoreError> {
-        let mut query = runs::Entity::update_many()
-            .col_expr(runs::Column::Status, Expr::value(update.status.as_str()))
-            .col_expr(runs::Column::UpdatedAt, Expr::value(now()));
-        if let Some(answer) = &update.answer {
-            query = query.col_expr(runs::Column::Answer, Expr::value(answer.clone()));
-        }
-        if let Some(error) = &update.error {
-            query = query.col_expr(runs::Column::Error, Expr::value(error.clone()));
-        }
-        let result = query.filter(runs::Column::Id.eq(id)).exec(&self.db).await?;
+        let result = run_update(update).filter(runs::Column::Id.eq(id)).exec(&self.db).await?;
         if result.rows_affected == 0 {
             return Err(StoreError::NotFound(format!("run {id}")));
         }
@@ -84,18 +75,12 @@ impl Store {
     /// `awaiting_confirmation`: a run that ended (completed, failed, cancelled) keeps its final
     /// status. Returns whether the run was updated.
     pub async fn update_active_run(&self, id: &str, update: &RunUpdate) -> Result<bool, StoreError> {
-        let mut query = runs::Entity::update_many()
-            .col_expr(runs::Column::Status, Expr::value(update.status.as_str()))
-            .col_expr(runs::Column::UpdatedAt, Expr::value(now()));
-        if let Some(answer) = &update.answer {
-            query = query.col_expr(runs::Column::Answer, Expr::value(answer.clone()));
-        }
-        if let Some(error) = &update.error {
-            query = query.col_expr(runs::Column::Error, Expr::value(error.clone()));
-        }
         let active = [RunStatus::Running.as_str(), RunStatus::AwaitingConfirmation.as_str()];
-        let result =
-            query.filter(runs::Column::Id.eq(id)).filter(runs::Column::Status.is_in(active)).exec(&self.db).await?;
+        let result = run_update(update)
+            .filter(runs::Column::Id.eq(id))
+            .filter(runs::Column::Status.is_in(active))
+            .exec(&self.db)
+            .await?;
         Ok(result.rows_affected > 0)
     }
 
@@ -294,6 +279,21 @@ impl Store {
             finished_at: m.finished_at,
         }))
     }
+}
+
+/// The UPDATE of a [`RunUpdate`] (status, `updated_at`, and answer / error when given), without
+/// its filter.
+fn run_update(update: &RunUpdate) -> sea_orm::UpdateMany<runs::Entity> {
+    let mut query = runs::Entity::update_many()
+        .col_expr(runs::Column::Status, Expr::value(update.status.as_str()))
+        .col_expr(runs::Column::UpdatedAt, Expr::value(now()));
+    if let Some(answer) = &update.answer {
+        query = query.col_expr(runs::Column::Answer, Expr::value(answer.clone()));
+    }
+    if let Some(error) = &update.error {
+        query = query.col_expr(runs::Column::Error, Expr::value(error.clone()));
+    }
+    query
 }
 
 fn run_from(m: runs::Model) -> Result<Run, StoreError> {
