@@ -101,6 +101,8 @@ pub struct Store {
     db: DatabaseConnection,
     backend: Backend,
     secrets: Option<Arc<SecretBox>>,
+    /// File-backed SQLite: how to open a dedicated connection for migrations.
+    sqlite_migration: Option<(String, Duration)>,
 }
 
 impl Store {
@@ -199,13 +201,29 @@ impl Store {
             other => other,
         })?;
 
-        Ok(Store { db, backend, secrets: secrets.map(Arc::new) })
+        let sqlite_migration = sqlite_path.as_ref().map(|_| (config.url.clone(), config.sqlite_busy_timeout));
+        Ok(Store { db, backend, secrets: secrets.map(Arc::new), sqlite_migration })
     }
 
     /// Applies every pending migration of the `migrations` crate (idempotent).
     ///
     /// Errors: [`StoreError::Database`].
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        // File-backed SQLite migrates on a connection of its own, closed afterwards: a pooled
+        // connection that read the schema halfway through the migrations (WAL keeps its snapshot)
+        // could otherwise go on seeing a table without its unique index.
+        if let Some((url, busy)) = &self.sqlite_migration {
+            let busy = *busy;
+            let mut options = ConnectOptions::new(url.clone());
+            options.max_connections(1).min_connections(0).sqlx_logging(false);
+            options.map_sqlx_sqlite_opts(move |opts| {
+                opts.journal_mode(SqliteJournalMode::Wal).busy_timeout(busy).foreign_keys(true)
+            });
+            let db = Database::connect(options).await.map_err(StoreError::from)?;
+            let migrated = Migrator::up(&db, None).await.map_err(StoreError::from);
+            db.close().await.map_err(StoreError::from)?;
+            return migrated;
+        }
         Migrator::up(&self.db, None).await.map_err(StoreError::from)
     }
 
