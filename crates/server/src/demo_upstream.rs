@@ -12,14 +12,15 @@ use serde_json::{Value, json};
 /// The path prefix the upstream is mounted at.
 pub const PREFIX: &str = "/demo-upstream";
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Upstream {
     next_payment: AtomicU64,
+    started: chrono::DateTime<chrono::Utc>,
 }
 
 /// The upstream's routes, to be nested at [`PREFIX`].
 pub fn router() -> Router {
-    let state = Arc::new(Upstream::default());
+    let state = Arc::new(Upstream { next_payment: AtomicU64::new(0), started: chrono::Utc::now() });
     Router::new()
         .route("/payments", post(create_payment))
         .route("/customers/{id}", get(get_customer).patch(update_customer))
@@ -29,8 +30,10 @@ pub fn router() -> Router {
 }
 
 async fn create_payment(State(up): State<Arc<Upstream>>, Json(body): Json<Value>) -> Json<Value> {
+    // Unique across restarts: the start time plus a counter.
     let n = up.next_payment.fetch_add(1, Ordering::SeqCst) + 1;
-    Json(json!({"payment_id": format!("pay_{n:05}"), "status": "submitted", "request": body}))
+    let started = up.started.format("%Y%m%d%H%M%S");
+    Json(json!({"payment_id": format!("pay_{started}_{n:03}"), "status": "submitted", "request": body}))
 }
 
 async fn get_customer(Path(id): Path<String>) -> Json<Value> {
@@ -50,5 +53,14 @@ async fn report(Path(name): Path<String>) -> Json<Value> {
 }
 
 async fn fx_rate(Path(currency): Path<String>) -> Json<Value> {
-    Json(json!({"base": "CNY", "currency": currency, "rate": 0.1384}))
+    // Illustrative CNY rates, not market data.
+    let rate = match currency.to_ascii_uppercase().as_str() {
+        "USD" => 0.1384,
+        "EUR" => 0.1271,
+        "JPY" => 20.74,
+        "HKD" => 1.0772,
+        "GBP" => 0.1093,
+        _ => 1.0,
+    };
+    Json(json!({"base": "CNY", "currency": currency, "rate": rate}))
 }

@@ -62,17 +62,43 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 eprintln!("{banner}");
             }
             tracing::info!("listening on http://{bind}");
-            server::serve(listener, started.state, shutdown_signal()).await
+            // Graceful shutdown drains requests, but an SSE stream of a run waiting for a human can
+            // last minutes: give in-flight requests a grace period, then stop. Waiting runs are
+            // durable and resume at the next start.
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let serving = tokio::spawn(server::serve(listener, started.state, async {
+                let _ = stop_rx.await;
+            }));
+            shutdown_signal().await;
+            let _ = stop_tx.send(());
+            tokio::select! {
+                served = serving => served.context("the server task failed")?,
+                () = tokio::time::sleep(SHUTDOWN_GRACE) => {
+                    tracing::warn!("in-flight requests still open after {SHUTDOWN_GRACE:?}; stopping (waiting runs resume at the next start)");
+                    Ok(())
+                }
+                () = shutdown_signal() => {
+                    tracing::warn!("second signal: stopping now");
+                    Ok(())
+                }
+            }
         }
     }
 }
+
+/// How long in-flight requests may take to finish after a stop signal.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn init_tracing(json: bool) {
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let fmt = if json {
         tracing_subscriber::fmt::layer().json().with_filter(filter()).boxed()
     } else {
-        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter()).boxed()
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_filter(filter())
+            .boxed()
     };
     let _ = tracing_subscriber::registry().with(fmt).with(server::metrics::HookTimingLayer).try_init();
 }
@@ -96,5 +122,5 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = terminate => {},
     }
-    tracing::info!("shutting down");
+    tracing::info!("shutting down (a second Ctrl-C stops at once)");
 }

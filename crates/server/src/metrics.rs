@@ -1,7 +1,9 @@
 //! `/metrics` in the Prometheus text format: runs, tool calls by outcome, hook latency and pending
 //! approvals.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The process's metrics: one set per process, shared by the tracing layer that times hooks.
@@ -16,9 +18,15 @@ pub struct Metrics {
     tool_calls_executed: AtomicU64,
     tool_calls_blocked: AtomicU64,
     tool_calls_failed: AtomicU64,
-    /// Cumulative buckets of hook durations (µs): ≤100, ≤1000, ≤10000, ≤100000, ≤1000000, +Inf.
-    hook_buckets: [AtomicU64; 6],
-    hook_sum_us: AtomicU64,
+    /// Per hook name: counts of durations (µs) in ≤100, ≤1000, ≤10000, ≤100000, ≤1000000, +Inf,
+    /// and their sum.
+    hooks: Mutex<BTreeMap<String, HookStats>>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct HookStats {
+    buckets: [u64; 6],
+    sum_us: u64,
 }
 
 const HOOK_BUCKETS_US: [u64; 5] = [100, 1_000, 10_000, 100_000, 1_000_000];
@@ -32,8 +40,7 @@ impl Metrics {
             tool_calls_executed: AtomicU64::new(0),
             tool_calls_blocked: AtomicU64::new(0),
             tool_calls_failed: AtomicU64::new(0),
-            hook_buckets: [const { AtomicU64::new(0) }; 6],
-            hook_sum_us: AtomicU64::new(0),
+            hooks: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -56,11 +63,14 @@ impl Metrics {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Records one hook execution of `duration_us` microseconds.
-    pub fn hook_duration(&self, duration_us: u64) {
+    /// Records one execution of hook `name` that took `duration_us` microseconds (for the
+    /// confirmation gate this includes the human's decision time: read it per hook).
+    pub fn hook_duration(&self, name: &str, duration_us: u64) {
         let bucket = HOOK_BUCKETS_US.iter().position(|&b| duration_us <= b).unwrap_or(HOOK_BUCKETS_US.len());
-        self.hook_buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        self.hook_sum_us.fetch_add(duration_us, Ordering::Relaxed);
+        let mut hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = hooks.entry(name.to_owned()).or_default();
+        stats.buckets[bucket] += 1;
+        stats.sum_us += duration_us;
     }
 
     /// The Prometheus exposition text, with `pending_approvals` read from the database.
@@ -81,18 +91,23 @@ impl Metrics {
         ] {
             let _ = writeln!(out, "tollgate_tool_calls_total{{outcome=\"{outcome}\"}} {}", get(counter));
         }
-        let _ = writeln!(out, "# HELP tollgate_hook_duration_seconds Hook execution time.");
+        let _ = writeln!(out, "# HELP tollgate_hook_duration_seconds Hook execution time, per hook.");
         let _ = writeln!(out, "# TYPE tollgate_hook_duration_seconds histogram");
-        let mut cumulative = 0;
-        for (i, bound) in HOOK_BUCKETS_US.iter().enumerate() {
-            cumulative += get(&self.hook_buckets[i]);
-            let le = *bound as f64 / 1e6;
-            let _ = writeln!(out, "tollgate_hook_duration_seconds_bucket{{le=\"{le}\"}} {cumulative}");
+        let hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for (hook, stats) in &hooks {
+            let mut cumulative = 0;
+            for (i, bound) in HOOK_BUCKETS_US.iter().enumerate() {
+                cumulative += stats.buckets[i];
+                let le = *bound as f64 / 1e6;
+                let _ =
+                    writeln!(out, "tollgate_hook_duration_seconds_bucket{{hook=\"{hook}\",le=\"{le}\"}} {cumulative}");
+            }
+            cumulative += stats.buckets[HOOK_BUCKETS_US.len()];
+            let _ = writeln!(out, "tollgate_hook_duration_seconds_bucket{{hook=\"{hook}\",le=\"+Inf\"}} {cumulative}");
+            let _ =
+                writeln!(out, "tollgate_hook_duration_seconds_sum{{hook=\"{hook}\"}} {}", stats.sum_us as f64 / 1e6);
+            let _ = writeln!(out, "tollgate_hook_duration_seconds_count{{hook=\"{hook}\"}} {cumulative}");
         }
-        cumulative += get(&self.hook_buckets[HOOK_BUCKETS_US.len()]);
-        let _ = writeln!(out, "tollgate_hook_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}");
-        let _ = writeln!(out, "tollgate_hook_duration_seconds_sum {}", get(&self.hook_sum_us) as f64 / 1e6);
-        let _ = writeln!(out, "tollgate_hook_duration_seconds_count {cumulative}");
         let _ = writeln!(out, "# HELP tollgate_pending_approvals Confirmation requests waiting for a decision.");
         let _ = writeln!(out, "# TYPE tollgate_pending_approvals gauge");
         let _ = writeln!(out, "tollgate_pending_approvals {pending_approvals}");
@@ -104,19 +119,50 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    struct Quick;
+
+    #[async_trait::async_trait]
+    impl hook_core::PreToolUseHook for Quick {
+        fn name(&self) -> &str {
+            "metrics_probe_hook"
+        }
+        async fn execute(&self, _ctx: &hook_core::HookContext) -> Result<hook_core::HookResult, hook_core::HookError> {
+            Ok(hook_core::HookResult::allow())
+        }
+    }
+
+    /// The layer times real `hook-core` spans, per hook name.
+    #[test]
+    fn the_layer_records_hook_spans_by_name() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let subscriber = tracing_subscriber::registry().with(HookTimingLayer);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        tracing::subscriber::with_default(subscriber, || {
+            let mut registry = hook_core::HookRegistry::new();
+            registry.register_pre(std::sync::Arc::new(Quick));
+            let ctx = hook_core::HookContext::pre_tool_use("t", serde_json::json!({}));
+            runtime.block_on(registry.run_pre_tool_use(&ctx));
+        });
+        let text = METRICS.render(0);
+        assert!(text.contains("tollgate_hook_duration_seconds_count{hook=\"metrics_probe_hook\"} 1"), "{text}");
+    }
+
     #[test]
     fn renders_counters_and_a_cumulative_histogram() {
         let m = Metrics::default();
         m.run_started();
         m.tool_call("blocked");
-        m.hook_duration(50);
-        m.hook_duration(5_000);
+        m.hook_duration("audit_log", 50);
+        m.hook_duration("audit_log", 5_000);
+        m.hook_duration("confirmation_gate", 90_000_000);
         let text = m.render(3);
         assert!(text.contains("tollgate_runs_total{status=\"started\"} 1"));
         assert!(text.contains("tollgate_tool_calls_total{outcome=\"blocked\"} 1"));
-        assert!(text.contains("tollgate_hook_duration_seconds_bucket{le=\"0.0001\"} 1"));
-        assert!(text.contains("tollgate_hook_duration_seconds_bucket{le=\"0.01\"} 2"));
-        assert!(text.contains("tollgate_hook_duration_seconds_count 2"));
+        assert!(text.contains("tollgate_hook_duration_seconds_bucket{hook=\"audit_log\",le=\"0.0001\"} 1"));
+        assert!(text.contains("tollgate_hook_duration_seconds_bucket{hook=\"audit_log\",le=\"0.01\"} 2"));
+        assert!(text.contains("tollgate_hook_duration_seconds_count{hook=\"audit_log\"} 2"));
+        assert!(text.contains("tollgate_hook_duration_seconds_bucket{hook=\"confirmation_gate\",le=\"1\"} 0"));
+        assert!(text.contains("tollgate_hook_duration_seconds_bucket{hook=\"confirmation_gate\",le=\"+Inf\"} 1"));
         assert!(text.contains("tollgate_pending_approvals 3"));
     }
 }
@@ -126,22 +172,58 @@ mod tests {
 #[derive(Debug, Default)]
 pub struct HookTimingLayer;
 
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for HookTimingLayer {
-    fn on_record(
+/// The `hook.name` of a `hook` span, kept in the span's extensions.
+struct HookName(String);
+
+impl<S> tracing_subscriber::Layer<S> for HookTimingLayer
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
         &self,
-        _id: &tracing::span::Id,
-        values: &tracing::span::Record<'_>,
-        _ctx: tracing_subscriber::layer::Context<'_, S>,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
     ) {
-        struct Visitor;
+        if attrs.metadata().name() != "hook" {
+            return;
+        }
+        struct Visitor(Option<String>);
         impl tracing::field::Visit for Visitor {
-            fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
-                if field.name() == "hook.duration_us" {
-                    METRICS.hook_duration(value);
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "hook.name" {
+                    self.0 = Some(value.to_owned());
                 }
             }
             fn record_debug(&mut self, _field: &tracing::field::Field, _value: &dyn std::fmt::Debug) {}
         }
-        values.record(&mut Visitor);
+        let mut visitor = Visitor(None);
+        attrs.record(&mut visitor);
+        if let (Some(name), Some(span)) = (visitor.0, ctx.span(id)) {
+            span.extensions_mut().insert(HookName(name));
+        }
+    }
+
+    fn on_record(
+        &self,
+        id: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        struct Visitor(Option<u64>);
+        impl tracing::field::Visit for Visitor {
+            fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+                if field.name() == "hook.duration_us" {
+                    self.0 = Some(value);
+                }
+            }
+            fn record_debug(&mut self, _field: &tracing::field::Field, _value: &dyn std::fmt::Debug) {}
+        }
+        let mut visitor = Visitor(None);
+        values.record(&mut visitor);
+        let (Some(duration_us), Some(span)) = (visitor.0, ctx.span(id)) else { return };
+        if let Some(HookName(name)) = span.extensions().get::<HookName>() {
+            METRICS.hook_duration(name, duration_us);
+        }
     }
 }
