@@ -57,7 +57,7 @@ pub async fn seed(state: &AppState) -> anyhow::Result<Option<Demo>> {
             let what = match a.name.as_str() {
                 "payments" => "a ¥68,000 payment that waits for a human's approval",
                 "ops" => "a customer update, blocked while the org is read-only",
-                "reports" => "a 20,000-character report, truncated to 8,000 for the model",
+                "reports" => "a report of about 18,600 characters, truncated to 8,000 for the model",
                 "fx-burst" => "five calls at once against a 3-call burst: rate limited",
                 _ => "",
             };

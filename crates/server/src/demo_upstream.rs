@@ -44,7 +44,7 @@ async fn update_customer(Path(id): Path<String>, Json(body): Json<Value>) -> Jso
     Json(json!({"id": id, "updated": body}))
 }
 
-/// A report long enough (≈ 20,000 characters) for `result_truncate` to cut.
+/// A report long enough (≈ 18,600 characters as compact JSON) for `result_truncate` to cut.
 async fn report(Path(name): Path<String>) -> Json<Value> {
     let rows: Vec<Value> = (1..=200)
         .map(|i| json!({"line": i, "account": format!("6001-{i:04}"), "memo": "quarterly reconciliation entry", "amount_cny": i * 137}))
