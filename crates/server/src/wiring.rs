@@ -766,6 +766,20 @@ pub async fn update_card(state: &AppState, record: &ConfirmationRecord) {
     }
 }
 
+/// The conversation so far: each earlier completed run's message and answer.
+async fn conversation_history(state: &AppState, start: &StartRun) -> Result<Vec<llm::Message>, String> {
+    let Some(conversation_id) = &start.conversation_id else { return Ok(Vec::new()) };
+    let runs = state.store().list_conversation_runs(conversation_id).await.map_err(|e| e.to_string())?;
+    let mut history = Vec::new();
+    for run in runs.into_iter().take_while(|r| r.id != start.run_id) {
+        if let (RunStatus::Completed, Some(input), Some(answer)) = (run.status, run.input, run.answer) {
+            history.push(llm::Message::User { content: input });
+            history.push(llm::Message::Assistant { content: Some(answer), tool_calls: Vec::new() });
+        }
+    }
+    Ok(history)
+}
+
 async fn prepare(state: &AppState, start: &StartRun, services: RunServices) -> Result<AgentRun, String> {
     let config = agent_config(&start.agent)?;
     let factory = Arc::new(ServerHookFactory::for_org(state, &start.agent.org_id).await.map_err(|e| e.to_string())?);
@@ -785,11 +799,12 @@ async fn prepare(state: &AppState, start: &StartRun, services: RunServices) -> R
         node_id: None,
         depth: 0,
     };
+    let history = conversation_history(state, start).await?;
     Ok(AgentRun {
         first_seq: start.first_seq,
         scope,
         instructions: config.instructions.clone(),
-        history: Vec::new(),
+        history,
         input: start.message.clone(),
         model,
         tools,

@@ -144,6 +144,20 @@ impl Store {
             .collect()
     }
 
+    /// The top-level runs of a conversation, oldest first.
+    pub async fn list_conversation_runs(&self, conversation_id: &str) -> Result<Vec<Run>, StoreError> {
+        runs::Entity::find()
+            .filter(runs::Column::ConversationId.eq(conversation_id))
+            .filter(runs::Column::ParentRunId.is_null())
+            .order_by_asc(runs::Column::CreatedAt)
+            .order_by_asc(runs::Column::Id)
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(run_from)
+            .collect()
+    }
+
     /// Appends one event at `seq` (chosen by the run's single writer).
     ///
     /// Errors: [`StoreError::Conflict`] when the run already has an event at `seq`.

@@ -447,3 +447,68 @@ async fn an_org_turned_read_only_during_the_wait_blocks_the_approved_write() {
     let audit = server.get(&s.key, &format!("/api/v1/audit/connector-calls?run_id={run_id}")).await;
     assert_eq!(audit[0]["outcome"], "blocked");
 }
+
+/// A chat that names a conversation gives the model the conversation's earlier messages.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conversation_carries_its_earlier_messages_to_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = MockServer::start().await;
+    let fixture = format!("{}/../../tests/fixtures/openai/chat_completion_final.json", env!("CARGO_MANIFEST_DIR"));
+    let final_answer: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(final_answer.clone()))
+        .mount(&model)
+        .await;
+    let server = Server::start(&sqlite_url(&dir), free_port(), ADMIN).await;
+    let org = server.post(ADMIN, "/api/v1/orgs", json!({"name": "chat"})).await;
+    let org_id = org["id"].as_str().unwrap();
+    let user =
+        server.post(ADMIN, &format!("/api/v1/orgs/{org_id}/users"), json!({"name": "Ada", "role": "admin"})).await;
+    let key = server.post(ADMIN, &format!("/api/v1/users/{}/api-keys", user["id"].as_str().unwrap()), json!({})).await;
+    let key = key["api_key"].as_str().unwrap().to_owned();
+    // `CARGO_PKG_NAME` is set in every test process (and inherited by the server): a stand-in key.
+    let agent = server
+        .post(&key, "/api/v1/agents", json!({"org_id": org_id, "name": "talker", "instructions": "Talk.",
+            "model": {"provider": "openai", "base_url": format!("{}/v1", model.uri()), "model": "gpt-4.1-mini", "api_key_env": "CARGO_PKG_NAME"}}))
+        .await;
+    let s = Setup {
+        org_id: org_id.to_owned(),
+        key: key.clone(),
+        agent_id: agent["id"].as_str().unwrap().to_owned(),
+        channel_id: None,
+    };
+    let first = start_chat(&server, &s).await;
+    let first = wait_run(&server, &key, &first, "completed").await;
+    let conversation_id = first["conversation_id"].as_str().unwrap().to_owned();
+
+    let response = agent_react::http_client()
+        .unwrap()
+        .post(server.url(&format!("/api/v1/agents/{}/chat", s.agent_id)))
+        .bearer_auth(&key)
+        .json(&json!({"message": "and now?", "conversation_id": conversation_id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("event: run_completed"));
+    let requests = model.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let messages: Vec<(String, String)> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let answer = final_answer["choices"][0]["message"]["content"].as_str().unwrap().to_owned();
+    assert_eq!(
+        messages[1..],
+        [
+            ("user".to_owned(), "pay".to_owned()),
+            ("assistant".to_owned(), answer),
+            ("user".to_owned(), "and now?".to_owned())
+        ],
+        "{second}"
+    );
+}
