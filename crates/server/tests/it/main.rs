@@ -512,3 +512,41 @@ async fn a_conversation_carries_its_earlier_messages_to_the_model() {
         "{second}"
     );
 }
+
+/// No request stays pending past its deadline: the sweeper expires one whose waiter is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweeper_expires_a_request_whose_waiter_is_gone() {
+    use hook_builtins::ports::{ApproverScope, ConfirmationStore as _, DeliveryMode, NewConfirmation};
+    let dir = tempfile::tempdir().unwrap();
+    let store = store::Store::connect(&sqlite_url(&dir)).await.unwrap();
+    store.migrate().await.unwrap();
+    let org = store.create_org("orphans").await.unwrap();
+    let orphan = NewConfirmation {
+        id: "0b0b0b0b-0000-4000-8000-000000000001".into(),
+        run_id: "a-run-no-process-waits-for".into(),
+        tool_call_id: "call_0_0".into(),
+        agent_id: None,
+        user_id: None,
+        org_id: org.id.clone(),
+        channel_id: None,
+        tool_name: "erp__create_payment".into(),
+        tool_args: json!({"amount": 1}),
+        args_sha256: hook_builtins::args_sha256(&json!({"amount": 1})),
+        mode: DeliveryMode::Auto,
+        approver_scope: ApproverScope::OrgAdmins,
+        expires_at: chrono::Utc::now() - chrono::Duration::seconds(30),
+    };
+    store.insert_pending(&orphan).await.unwrap();
+    store.close().await.unwrap();
+
+    let _server = Server::start(&sqlite_url(&dir), free_port(), ADMIN).await;
+    let store = store::Store::connect(&sqlite_url(&dir)).await.unwrap();
+    for _ in 0..300 {
+        let row = store.get_confirmation(&orphan.id).await.unwrap().unwrap();
+        if row.status == hook_builtins::ports::ConfirmationStatus::Expired {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the orphaned request is still pending");
+}
