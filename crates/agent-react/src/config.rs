@@ -96,8 +96,8 @@ pub struct HooksConfig {
     pub class_hooks: Vec<HookSpec>,
 }
 
-/// A hook reference: `"name"` or `{"name": "…", "config": {…}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A hook reference: `"name"` or `{"name": "…", "config": {…}}` (no other keys).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum HookSpec {
     Name(String),
@@ -106,6 +106,28 @@ pub enum HookSpec {
         #[serde(default)]
         config: Value,
     },
+}
+
+impl<'de> Deserialize<'de> for HookSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match Value::deserialize(deserializer)? {
+            Value::String(name) => Ok(HookSpec::Name(name)),
+            Value::Object(mut fields) => {
+                if let Some(unknown) = fields.keys().find(|k| *k != "name" && *k != "config") {
+                    return Err(D::Error::custom(format!(
+                        "unknown field `{unknown}` in a hook spec, expected `name` or `config`"
+                    )));
+                }
+                let name = match fields.remove("name") {
+                    Some(Value::String(name)) => name,
+                    _ => return Err(D::Error::custom("a hook spec object needs a string `name`")),
+                };
+                Ok(HookSpec::WithConfig { name, config: fields.remove("config").unwrap_or(Value::Null) })
+            }
+            other => Err(D::Error::custom(format!("expected a hook name or {{name, config}}, got {other}"))),
+        }
+    }
 }
 
 impl HookSpec {

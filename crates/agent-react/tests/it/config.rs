@@ -2,6 +2,18 @@ use agent_react::{AgentConfig, ApproverScope, HookSpec};
 use serde_json::json;
 
 #[test]
+fn a_hook_spec_refuses_unknown_keys_and_non_string_names() {
+    for bad in [json!({"name": "audit_log", "conifg": {}}), json!({"name": 5}), json!({"config": {}}), json!(7)] {
+        let error = serde_json::from_value::<HookSpec>(bad.clone()).unwrap_err().to_string();
+        assert!(error.contains("hook") || error.contains("expected"), "{bad}: {error}");
+    }
+    assert_eq!(
+        serde_json::from_value::<HookSpec>(json!({"name": "audit_log"})).unwrap().config(),
+        &serde_json::Value::Null
+    );
+}
+
+#[test]
 fn agent_config_parses_defaults_and_hook_specs() {
     let config: AgentConfig = serde_json::from_value(json!({
         "instructions": "You pay invoices.",
