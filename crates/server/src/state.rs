@@ -133,6 +133,15 @@ impl AppState {
         self.0.streams.remove(run_id);
     }
 
+    /// Stops every run of this process (lease fencing); returns how many.
+    pub fn abort_all_runs(&self) -> usize {
+        let ids: Vec<String> = self.0.tasks.iter().map(|e| e.key().clone()).collect();
+        for id in &ids {
+            self.abort_run(id);
+        }
+        ids.len()
+    }
+
     /// Forgets a run that ended: its task and its live stream.
     pub fn finish_run(&self, run_id: &str) {
         self.0.tasks.remove(run_id);

@@ -488,13 +488,11 @@ impl StreamSink {
             surface: "delegate".to_owned(),
             status: RunStatus::Running,
             input: None,
+            owner: Some(self.state.instance_id().to_owned()),
+            lease_until: Some(lease_until()),
         };
-        let store = self.state.store();
-        let lease = lease_until();
-        if let Err(e) = store.create_run(&new).await {
+        if let Err(e) = self.state.store().create_run(&new).await {
             tracing::warn!(run_id, "cannot record the delegate run: {e}");
-        } else if let Err(e) = store.claim_run(run_id, self.state.instance_id(), lease).await {
-            tracing::warn!(run_id, "cannot lease the delegate run: {e}");
         }
     }
 }
@@ -616,13 +614,13 @@ pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver
         journal: Some(Arc::new(StoreJournal { store: state.store().clone() })),
         hub: Some(state.runs().clone()),
     };
-    if let Err(e) = state.store().claim_run(&start.run_id, state.instance_id(), lease_until()).await {
-        tracing::warn!(run_id = %start.run_id, "cannot lease the run: {e}");
-    }
     let task_state = state.clone();
     state.metrics().run_started();
     let run_id = start.run_id.clone();
+    // The task waits until it is tracked, so that its end always finds (and removes) its entry.
+    let (tracked_tx, tracked_rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
+        let _ = tracked_rx.await;
         let state = task_state;
         let run_id = start.run_id.clone();
         // A panic anywhere in the run (model client, sink, loop) still ends the run and its stream.
@@ -648,8 +646,12 @@ pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver
         let (status, answer, error) = match futures::FutureExt::catch_unwind(body).await {
             Ok(end) => end,
             Err(_) => {
+                // The run's own emitter is gone with the panic: continue its stream after the
+                // last stored event.
                 let why = "the run failed: internal error (panic)".to_owned();
-                state.runs().emit(&run_id, EventKind::RunFailed { error: why.clone() }).await;
+                let next = state.store().last_run_event_seq(&run_id).await.ok().flatten().map_or(0, |s| s as u64 + 1);
+                let emitter = agent_react::RunEmitter::with_first_seq(&run_id, sink.clone(), next);
+                emitter.emit(EventKind::RunFailed { error: why.clone() }).await;
                 (RunStatus::Failed, None, Some(why))
             }
         };
@@ -661,29 +663,55 @@ pub async fn start_run(state: &AppState, start: StartRun) -> broadcast::Receiver
         state.finish_run(&run_id);
     });
     state.track_run(&run_id, task.abort_handle());
+    let _ = tracked_tx.send(());
     receiver
 }
 
 /// How long a run lease lasts without renewal.
 pub const LEASE: std::time::Duration = std::time::Duration::from_secs(4);
 
-fn lease_until() -> chrono::DateTime<chrono::Utc> {
+/// The end of a lease taken now.
+pub fn lease_until() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now() + chrono::Duration::from_std(LEASE).unwrap_or_else(|_| chrono::Duration::seconds(4))
 }
 
-/// The lease loop of a process: every second, renew the leases of the runs it runs, and take over
-/// (resume) active runs whose lease expired — left by a process that died, or by this one before a
-/// restart. Several replicas never run the same run: taking a lease is one conditional UPDATE.
+/// The leases of a process. One task renews this process's run leases every second; if renewing
+/// has failed for a whole lease period, another process may have taken the runs over, so this one
+/// stops its runs (fencing) rather than run them twice. Another task takes over (resumes) active
+/// runs whose lease expired — left by a process that died, or by this one before a restart.
+/// Replicas must keep their clocks in sync (NTP): leases compare their clocks.
 pub async fn lease_loop(state: AppState) {
+    tokio::spawn(renew_leases(state.clone()));
     let mut ticker = tokio::time::interval(std::time::Duration::from_secs(1));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        if let Err(e) = state.store().renew_run_leases(state.instance_id(), lease_until()).await {
-            tracing::warn!("cannot renew run leases: {e}");
-        }
         if let Err(e) = resume_runs(&state).await {
             tracing::warn!("cannot resume runs: {e}");
+        }
+    }
+}
+
+async fn renew_leases(state: AppState) {
+    let mut ticker = tokio::time::interval(std::time::Duration::from_secs(1));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut renewed_at = tokio::time::Instant::now();
+    loop {
+        ticker.tick().await;
+        match state.store().renew_run_leases(state.instance_id(), lease_until()).await {
+            Ok(_) => renewed_at = tokio::time::Instant::now(),
+            Err(e) => {
+                tracing::warn!("cannot renew run leases: {e}");
+                if renewed_at.elapsed() >= LEASE {
+                    let stopped = state.abort_all_runs();
+                    if stopped > 0 {
+                        tracing::error!(
+                            stopped,
+                            "run leases lapsed: stopped this process's runs (another replica resumes them)"
+                        );
+                    }
+                }
+            }
         }
     }
 }
@@ -737,7 +765,14 @@ pub async fn cancel_run(state: &AppState, run: &store::Run, reason: &str) -> Res
     // reports can overwrite it (end updates are conditional on an active run).
     let active = state.store().list_runs_by_status(&[RunStatus::Running, RunStatus::AwaitingConfirmation]).await?;
     let mut tree: Vec<String> = vec![run.id.clone()];
-    tree.extend(active.iter().filter(|r| r.parent_run_id.as_deref() == Some(run.id.as_str())).map(|r| r.id.clone()));
+    let mut next = 0;
+    while next < tree.len() {
+        let parent = tree[next].clone();
+        tree.extend(
+            active.iter().filter(|r| r.parent_run_id.as_deref() == Some(parent.as_str())).map(|r| r.id.clone()),
+        );
+        next += 1;
+    }
     for id in &tree {
         let update = RunUpdate { status: RunStatus::Cancelled, answer: None, error: Some(error.clone()) };
         state.store().update_active_run(id, &update).await?;

@@ -258,6 +258,10 @@ pub struct NewRun {
     pub status: RunStatus,
     /// The user's message that started the run (kept to resume it after a restart).
     pub input: Option<String>,
+    /// The process that runs it and its lease (set at insert, so no other process takes over a
+    /// run that is starting).
+    pub owner: Option<String>,
+    pub lease_until: Option<DateTime<Utc>>,
 }
 
 /// A `runs` row.

@@ -43,8 +43,8 @@ impl Store {
             surface: Set(run.surface.clone()),
             status: Set(run.status.as_str().to_owned()),
             input: Set(run.input.clone()),
-            owner: Set(None),
-            lease_until: Set(None),
+            owner: Set(new.owner.clone()),
+            lease_until: Set(new.lease_until),
             answer: Set(None),
             error: Set(None),
             created_at: Set(at),
@@ -84,9 +84,9 @@ impl Store {
         Ok(result.rows_affected > 0)
     }
 
-    /// Takes (or renews) the lease on an active run for `owner` (a process id) until
-    /// `lease_until`: succeeds when the run is active and unowned, owned by `owner`, or its lease
-    /// expired before `now`. One conditional UPDATE, so two processes never both take it.
+    /// Takes over an active run whose lease expired (or that never had one), for `owner` (a
+    /// process id) until `lease_until`. A run `owner` already holds is not taken again (a process
+    /// never resumes its own runs). One conditional UPDATE, so two processes never both take it.
     pub async fn claim_run(
         &self,
         id: &str,
@@ -101,11 +101,10 @@ impl Store {
             .filter(runs::Column::Status.is_in(active))
             .filter(
                 sea_orm::Condition::any()
-                    .add(runs::Column::Owner.is_null())
-                    .add(runs::Column::Owner.eq(owner))
                     .add(runs::Column::LeaseUntil.is_null())
                     .add(runs::Column::LeaseUntil.lt(now())),
             )
+            .filter(sea_orm::Condition::any().add(runs::Column::Owner.is_null()).add(runs::Column::Owner.ne(owner)))
             .exec(&self.db)
             .await?;
         Ok(result.rows_affected > 0)
@@ -156,6 +155,16 @@ impl Store {
             .into_iter()
             .map(run_from)
             .collect()
+    }
+
+    /// The highest `seq` of the run's events (`None` without events).
+    pub async fn last_run_event_seq(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        Ok(run_events::Entity::find()
+            .filter(run_events::Column::RunId.eq(run_id))
+            .order_by_desc(run_events::Column::Seq)
+            .one(&self.db)
+            .await?
+            .map(|e| e.seq))
     }
 
     /// Appends one event at `seq` (chosen by the run's single writer).

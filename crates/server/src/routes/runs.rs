@@ -79,6 +79,8 @@ pub async fn chat(
             surface: "react".to_owned(),
             status: store::RunStatus::Running,
             input: Some(body.message.clone()),
+            owner: Some(state.instance_id().to_owned()),
+            lease_until: Some(crate::wiring::lease_until()),
         })
         .await?;
     let receiver = start_run(

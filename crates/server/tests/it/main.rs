@@ -550,3 +550,46 @@ async fn the_sweeper_expires_a_request_whose_waiter_is_gone() {
     }
     panic!("the orphaned request is still pending");
 }
+
+/// A delegate's run has its own row, leased by its parent's process: the lease loop leaves it
+/// alone while it waits for approval, and the approval completes both runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delegate_waiting_for_approval_keeps_running_and_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream().await;
+    let server = Server::start(&sqlite_url(&dir), free_port(), ADMIN).await;
+    let s = setup(&server, &upstream).await;
+    let boss = server
+        .post(
+            &s.key,
+            "/api/v1/agents",
+            json!({"org_id": s.org_id, "name": "boss", "instructions": "Delegate.",
+                "model": {"provider": "scripted", "turns": [
+                    {"tool_calls": [{"name": "call_agent__payer", "arguments": {"task": "pay the invoice"}}]},
+                    {"content": "delegated"}
+                ]},
+                "delegates": [s.agent_id]}),
+        )
+        .await;
+    let boss = Setup { agent_id: boss["id"].as_str().unwrap().to_owned(), ..s };
+    let run_id = start_chat(&server, &boss).await;
+    let pending = wait_pending(&server, &boss.key).await;
+    let delegate_run = pending["run_id"].as_str().unwrap().to_owned();
+    assert_ne!(delegate_run, run_id);
+    // Several lease-loop ticks: the delegate is still alive and waiting.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let delegate = server.get(&boss.key, &format!("/api/v1/runs/{delegate_run}")).await;
+    assert_eq!(delegate["status"], "awaiting_confirmation", "{delegate}");
+    assert_eq!(delegate["parent_run_id"], run_id.as_str());
+    assert_eq!(delegate["surface"], "delegate");
+    server
+        .post(
+            &boss.key,
+            &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    wait_run(&server, &boss.key, &run_id, "completed").await;
+    wait_run(&server, &boss.key, &delegate_run, "completed").await;
+    assert_eq!(payments(&upstream).await, 1);
+}

@@ -23,6 +23,8 @@ fn new_run(org_id: &str, status: RunStatus) -> NewRun {
         surface: "react".to_owned(),
         status,
         input: Some("pay Acme".to_owned()),
+        owner: None,
+        lease_until: None,
     }
 }
 
@@ -196,19 +198,28 @@ async fn one_process_at_a_time_holds_a_run_lease() {
     for db in backends().await {
         let s = &db.store;
         let org = s.create_org(&format!("org-{}", db.label)).await.unwrap();
-        let run = s.create_run(&new_run(&org.id, RunStatus::Running)).await.unwrap();
         let later = chrono::Utc::now() + chrono::Duration::seconds(30);
-        assert!(s.claim_run(&run.id, "a", later).await.unwrap(), "{}", db.label);
+        // Leased at insert: nobody takes over a run that is starting.
+        let mut new = new_run(&org.id, RunStatus::Running);
+        new.owner = Some("a".into());
+        new.lease_until = Some(later);
+        let run = s.create_run(&new).await.unwrap();
         assert!(!s.claim_run(&run.id, "b", later).await.unwrap(), "a live lease is not taken: {}", db.label);
-        assert!(s.claim_run(&run.id, "a", later).await.unwrap(), "the owner renews: {}", db.label);
+        assert!(!s.claim_run(&run.id, "a", later).await.unwrap(), "a process never takes its own run: {}", db.label);
         assert_eq!(s.renew_run_leases("a", later).await.unwrap(), 1, "{}", db.label);
-        // Expired: another process takes it over.
+        // Expired: another process takes it over, once.
         let past = chrono::Utc::now() - chrono::Duration::seconds(1);
-        s.claim_run(&run.id, "a", past).await.unwrap();
+        assert_eq!(s.renew_run_leases("a", past).await.unwrap(), 1, "{}", db.label);
         assert!(s.claim_run(&run.id, "b", later).await.unwrap(), "{}", db.label);
-        assert!(!s.claim_run(&run.id, "a", later).await.unwrap(), "{}", db.label);
+        assert!(!s.claim_run(&run.id, "c", later).await.unwrap(), "{}", db.label);
+        assert_eq!(s.renew_run_leases("a", later).await.unwrap(), 0, "a lost the run: {}", db.label);
+        // A run without a lease (its process never took one) is taken over.
+        let orphan = s.create_run(&new_run(&org.id, RunStatus::AwaitingConfirmation)).await.unwrap();
+        assert!(s.claim_run(&orphan.id, "b", later).await.unwrap(), "{}", db.label);
         // An ended run is never claimed.
         s.update_run(&run.id, &RunUpdate { status: RunStatus::Completed, answer: None, error: None }).await.unwrap();
+        s.renew_run_leases("b", past).await.unwrap();
         assert!(!s.claim_run(&run.id, "c", later).await.unwrap(), "{}", db.label);
+        assert_eq!(s.last_run_event_seq(&run.id).await.unwrap(), None, "{}", db.label);
     }
 }
