@@ -57,6 +57,7 @@ pub async fn prepare(config: Config) -> anyhow::Result<Started> {
     };
     tokio::spawn(sweep_expired(state.clone()));
     tokio::spawn(purge_callback_events(state.clone()));
+    tokio::spawn(listen_decisions(state.clone()));
     tokio::spawn(wiring::lease_loop(state.clone()));
     Ok(Started { state, banner })
 }
@@ -114,5 +115,26 @@ async fn purge_callback_events(state: AppState) {
         if let Err(e) = state.store().purge_callback_events(Duration::from_secs(24 * 3600)).await {
             tracing::warn!("callback de-duplication purge failed: {e}");
         }
+    }
+}
+
+/// PostgreSQL: wakes this process's waiters when any replica decides a request (LISTEN/NOTIFY),
+/// instead of at their next shared poll. Reconnects after a failure; returns at once on SQLite.
+async fn listen_decisions(state: AppState) {
+    loop {
+        match state.store().decision_listener().await {
+            Ok(None) => return,
+            Ok(Some(mut listener)) => loop {
+                match listener.next().await {
+                    Ok(id) => state.confirmations().notify_decided(&id),
+                    Err(e) => {
+                        tracing::warn!("decision listener: {e}");
+                        break;
+                    }
+                }
+            },
+            Err(e) => tracing::warn!("cannot listen for decisions: {e}"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -196,6 +196,9 @@ impl Store {
             .filter(cr::Column::Status.eq(ConfirmationStatus::Pending.as_str()))
             .exec(&self.db)
             .await?;
+        if result.rows_affected > 0 {
+            self.notify_decided(id).await;
+        }
         // A row never returns to pending, so what we read next is final either way.
         let current = self.get_confirmation(id).await?;
         Ok(match (result.rows_affected, current) {
@@ -203,6 +206,42 @@ impl Store {
             (0, Some(row)) => DecideOutcome::AlreadyDecided(row.status),
             (_, Some(row)) => DecideOutcome::Decided(row),
         })
+    }
+
+    /// PostgreSQL: tells every replica listening ([`Store::decision_listener`]) that request `id`
+    /// left `pending`, so a waiter elsewhere wakes at once instead of at its next poll. A failure is
+    /// logged: the shared poll still sees the decision.
+    async fn notify_decided(&self, id: &str) {
+        if self.backend != crate::Backend::Postgres {
+            return;
+        }
+        let statement = sea_orm::Statement::from_sql_and_values(
+            sea_orm::DbBackend::Postgres,
+            "SELECT pg_notify($1, $2)",
+            [DECISIONS_CHANNEL.into(), id.into()],
+        );
+        if let Err(e) = sea_orm::ConnectionTrait::execute_raw(&self.db, statement).await {
+            tracing::warn!(confirmation_id = id, "cannot notify other replicas of the decision: {e}");
+        }
+    }
+
+    /// PostgreSQL: a listener of decisions made by any replica (`None` on SQLite, where one process
+    /// owns the database).
+    ///
+    /// Errors: [`StoreError::Database`] when the listening connection cannot be opened.
+    pub async fn decision_listener(&self) -> Result<Option<DecisionListener>, StoreError> {
+        if self.backend != crate::Backend::Postgres {
+            return Ok(None);
+        }
+        let pool = self.db.get_postgres_connection_pool();
+        let mut listener = sea_orm::sqlx::postgres::PgListener::connect_with(pool)
+            .await
+            .map_err(|e| StoreError::Database(crate::error::one_line(&e.to_string())))?;
+        listener
+            .listen(DECISIONS_CHANNEL)
+            .await
+            .map_err(|e| StoreError::Database(crate::error::one_line(&e.to_string())))?;
+        Ok(Some(DecisionListener { listener }))
     }
 
     /// Cancels a pending request (e.g. the card could not be delivered in `channel_only` mode,
@@ -219,6 +258,32 @@ impl Store {
             },
         )
         .await
+    }
+}
+
+/// The PostgreSQL NOTIFY channel of confirmation decisions; the payload is the request's id.
+pub const DECISIONS_CHANNEL: &str = "tollgate_confirmation_decided";
+
+/// Decisions made by any replica, as PostgreSQL notifications (see [`Store::decision_listener`]).
+pub struct DecisionListener {
+    listener: sea_orm::sqlx::postgres::PgListener,
+}
+
+impl std::fmt::Debug for DecisionListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecisionListener").finish_non_exhaustive()
+    }
+}
+
+impl DecisionListener {
+    /// The id of the next request decided anywhere. The listener reconnects by itself after a
+    /// lost connection (notifications sent meanwhile are missed; the shared poll covers them).
+    ///
+    /// Errors: [`StoreError::Database`] when the connection fails.
+    pub async fn next(&mut self) -> Result<String, StoreError> {
+        let notification =
+            self.listener.recv().await.map_err(|e| StoreError::Database(crate::error::one_line(&e.to_string())))?;
+        Ok(notification.payload().to_owned())
     }
 }
 

@@ -41,6 +41,7 @@ mod ports;
 mod runs;
 mod secret;
 
+pub use confirmations::{DECISIONS_CHANNEL, DecisionListener};
 pub use error::StoreError;
 pub use model::*;
 pub use secret::SecretBox;

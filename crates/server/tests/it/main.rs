@@ -593,3 +593,38 @@ async fn a_delegate_waiting_for_approval_keeps_running_and_completes() {
     wait_run(&server, &boss.key, &delegate_run, "completed").await;
     assert_eq!(payments(&upstream).await, 1);
 }
+
+/// Two replicas on PostgreSQL with a poll far longer than the test: the decision made on B reaches
+/// A's waiter through LISTEN/NOTIFY.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_postgres_a_decision_on_one_replica_wakes_the_other_at_once() {
+    let Ok(base) = std::env::var("TOLLGATE_TEST_POSTGRES_URL") else { return };
+    let url = process::fresh_postgres_schema(&base).await;
+    let upstream = upstream().await;
+    let a = Server::start(&url, free_port(), ADMIN).await;
+    let b = Server::start(&url, free_port(), ADMIN).await;
+    let s = setup(&a, &upstream).await;
+    let slow_poll = a
+        .post(
+            &s.key,
+            "/api/v1/agents",
+            json!({"org_id": s.org_id, "name": "slow-poll", "instructions": "Pay.",
+                "model": {"provider": "scripted", "turns": [
+                    {"tool_calls": [{"name": "erp__create_payment", "arguments": {"amount": 5}}]}, {"content": "done"}]},
+                "connectors": [a.get(&s.key, &format!("/api/v1/agents/{}", s.agent_id)).await["config"]["connectors"][0]],
+                "hooks": {"class_hooks": [{"name": "confirmation_gate", "config": {"poll_interval_ms": 600000}}]}}),
+        )
+        .await;
+    let s = Setup { agent_id: slow_poll["id"].as_str().unwrap().to_owned(), ..s };
+    let run_id = start_chat(&a, &s).await;
+    let pending = wait_pending(&b, &s.key).await;
+    b.post(
+        &s.key,
+        &format!("/api/v1/confirmations/{}/decision", pending["id"].as_str().unwrap()),
+        json!({"decision": "approve"}),
+    )
+    .await;
+    // Well within the 10-minute poll: only the notification can have woken A.
+    wait_run(&a, &s.key, &run_id, "completed").await;
+    assert_eq!(payments(&upstream).await, 1);
+}

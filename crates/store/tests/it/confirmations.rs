@@ -140,3 +140,36 @@ async fn exactly_one_of_32_concurrent_deciders_wins() {
         assert_eq!(stored, winners[0], "{}", db.label);
     }
 }
+
+/// PostgreSQL: a decision made through one store reaches the listener of another at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn decisions_are_announced_to_listeners_on_postgres() {
+    for db in backends().await {
+        let Some(mut listener) = db.store.decision_listener().await.unwrap() else {
+            assert_eq!(db.label, "sqlite", "only SQLite has no listener");
+            continue;
+        };
+        let other = crate::support::open(&db.url, Some(crate::support::KEY)).await;
+        let org = other.create_org("announced").await.unwrap();
+        let request = pending(&org.id, "run-1", "call-1", Duration::seconds(60));
+        other.insert_pending(&request).await.unwrap();
+        let update = DecisionUpdate {
+            status: ConfirmationStatus::Approved,
+            responded_by_open_id: None,
+            responded_by_user_id: Some("user-1".into()),
+            reason: None,
+            at: Utc::now(),
+        };
+        assert!(matches!(other.decide(&request.id, &update).await.unwrap(), DecideOutcome::Decided(_)));
+        // The channel is database-wide: other tests' decisions may come first.
+        let announced = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            loop {
+                if listener.next().await.unwrap() == request.id {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert!(announced.is_ok(), "the decision was not announced");
+    }
+}
