@@ -26,7 +26,7 @@ mod truncate;
 pub use audit::{AuditLogConfig, AuditLogHook, FailurePolicyConfig};
 pub use gate::{
     Actor, ConfirmationEvents, ConfirmationGateHook, ConfirmationHub, DecideDeps, DecideError, DecisionOutcome,
-    DecisionRequest, ForbiddenReason, GateConfig, GateDeps, decide,
+    DecisionRequest, ForbiddenReason, GateConfig, GateDeps, card_for_record, decide,
 };
 pub use hashing::{args_sha256, canonical_json};
 pub use rate_limit::{ConnectorRateLimitConfig, ConnectorRateLimitHook, RateQuota};

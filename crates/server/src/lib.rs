@@ -19,7 +19,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use hook_builtins::ports::{ApprovalNotifier, ConfirmationStatus, DecideOutcome, DecisionUpdate};
+use hook_builtins::ports::{ApprovalNotifier, ConfirmationStatus, DecisionUpdate};
 
 pub use config::Config;
 pub use routes::app;
@@ -95,13 +95,8 @@ async fn sweep_expired(state: AppState) {
                 reason: Some("expired: nobody decided before the deadline".to_owned()),
                 at: chrono::Utc::now(),
             };
-            match state.store().decide_confirmation(&row.id, &update).await {
-                Ok(DecideOutcome::Decided(record)) => {
-                    state.confirmations().notify_decided(&record.id);
-                    wiring::update_card(&state, &record).await;
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(confirmation_id = %row.id, "cannot expire: {e}"),
+            if let Err(e) = wiring::close_request(&state, &row.id, &update).await {
+                tracing::warn!(confirmation_id = %row.id, "cannot expire: {e}");
             }
         }
     }

@@ -13,7 +13,8 @@ use agent_react::{
 };
 use channel_core::ApprovalChannel;
 use hook_builtins::ports::{
-    ApprovalNotifier, ApproverScope, ConfirmationRecord, ConfirmationStatus, DecideOutcome, DeliveryMode,
+    ApprovalNotifier, ApproverScope, ConfirmationRecord, ConfirmationStatus, DecideOutcome, DecisionUpdate,
+    DeliveryMode,
 };
 use hook_builtins::{
     AuditLogConfig, AuditLogHook, ConfirmationEvents, ConfirmationGateHook, ConnectorRateLimitConfig, GateConfig,
@@ -723,7 +724,7 @@ async fn renew_leases(state: AppState) {
 /// model as having an unknown outcome (never run twice). Interrupted delegate runs are failed
 /// (their parent's call reports an unknown outcome). Returns how many runs were resumed.
 pub async fn resume_runs(state: &AppState) -> Result<usize, ApiError> {
-    let runs = state.store().list_runs_by_status(&[RunStatus::Running, RunStatus::AwaitingConfirmation]).await?;
+    let runs = state.store().list_claimable_runs(state.instance_id()).await?;
     let mut resumed = 0;
     for run in runs {
         if state.is_tracked(&run.id) || !state.store().claim_run(&run.id, state.instance_id(), lease_until()).await? {
@@ -781,13 +782,30 @@ pub async fn cancel_run(state: &AppState, run: &store::Run, reason: &str) -> Res
     state.runs().emit(&run.id, EventKind::RunFailed { error: error.clone() }).await;
     state.abort_run(&run.id);
     let pending = state.store().list_confirmations(&run.org_id, Some(ConfirmationStatus::Pending)).await?;
+    let cancel = DecisionUpdate {
+        status: ConfirmationStatus::Cancelled,
+        responded_by_open_id: None,
+        responded_by_user_id: None,
+        reason: Some(error.clone()),
+        at: chrono::Utc::now(),
+    };
     for record in pending.into_iter().filter(|r| tree.contains(&r.run_id)) {
-        if let DecideOutcome::Decided(record) = state.store().cancel_confirmation(&record.id, Some(&error)).await? {
-            state.confirmations().notify_decided(&record.id);
-            update_card(state, &record).await;
-        }
+        close_request(state, &record.id, &cancel).await?;
     }
     state.store().get_run(&run.id).await?.ok_or_else(|| ApiError::not_found("run"))
+}
+
+/// Moves a pending request to a final state (cancelled, expired) with one CAS; when it wins, wakes
+/// this process's waiter and patches the card. Returns whether it won.
+pub async fn close_request(state: &AppState, id: &str, update: &DecisionUpdate) -> Result<bool, ApiError> {
+    match state.store().decide_confirmation(id, update).await? {
+        DecideOutcome::Decided(record) => {
+            state.confirmations().notify_decided(&record.id);
+            update_card(state, &record).await;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// Patches a decided request's card to its final state, logging failures.
@@ -795,7 +813,7 @@ pub async fn update_card(state: &AppState, record: &ConfirmationRecord) {
     let (Some(channel_id), Some(message_id)) = (&record.channel_id, &record.message_id) else { return };
     let Ok(Some(channel)) = state.channel(channel_id).await else { return };
     let Some(card_state) = crate::routes::confirmations::final_state(state, record).await else { return };
-    let card = card_for(state, record).await;
+    let card = hook_builtins::card_for_record(state.store(), record).await;
     if let Err(e) = channel.update_approval(message_id, &card, &card_state).await {
         tracing::warn!(confirmation_id = %record.id, "cannot update the approval card: {e}");
     }
@@ -857,24 +875,4 @@ pub async fn validate_agent(state: &AppState, agent: &store::Agent) -> Result<()
     let factory = ServerHookFactory::for_org(state, &agent.org_id).await?;
     factory.build(&context_info(agent, config)).map_err(|e| ApiError::validation(format!("hooks: {e}")))?;
     Ok(())
-}
-
-/// The approval card of a stored request, with the agent's and requester's names.
-pub async fn card_for(state: &AppState, record: &ConfirmationRecord) -> channel_core::ApprovalCard {
-    let agent_name = match &record.agent_id {
-        Some(id) => state.store().get_agent(id).await.ok().flatten().map(|a| a.name).unwrap_or_else(|| id.clone()),
-        None => "agent".to_owned(),
-    };
-    let requester = match &record.user_id {
-        Some(id) => state.store().get_user(id).await.ok().flatten().map(|u| u.name).unwrap_or_else(|| id.clone()),
-        None => "unknown user".to_owned(),
-    };
-    channel_core::ApprovalCard {
-        confirmation_id: record.id.clone(),
-        agent_name,
-        requester,
-        tool_name: record.tool_name.clone(),
-        tool_args: record.tool_args.clone(),
-        expires_at: record.expires_at,
-    }
 }

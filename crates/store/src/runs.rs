@@ -93,21 +93,28 @@ impl Store {
         owner: &str,
         lease_until: chrono::DateTime<chrono::Utc>,
     ) -> Result<bool, StoreError> {
-        let active = [RunStatus::Running.as_str(), RunStatus::AwaitingConfirmation.as_str()];
         let result = runs::Entity::update_many()
             .col_expr(runs::Column::Owner, Expr::value(owner))
             .col_expr(runs::Column::LeaseUntil, Expr::value(lease_until))
             .filter(runs::Column::Id.eq(id))
-            .filter(runs::Column::Status.is_in(active))
-            .filter(
-                sea_orm::Condition::any()
-                    .add(runs::Column::LeaseUntil.is_null())
-                    .add(runs::Column::LeaseUntil.lt(now())),
-            )
-            .filter(sea_orm::Condition::any().add(runs::Column::Owner.is_null()).add(runs::Column::Owner.ne(owner)))
+            .filter(claimable_by(owner))
             .exec(&self.db)
             .await?;
         Ok(result.rows_affected > 0)
+    }
+
+    /// The active runs `owner` could take over now ([`Store::claim_run`]'s condition), oldest
+    /// first: in steady state none, so a process's takeover scan costs one query.
+    pub async fn list_claimable_runs(&self, owner: &str) -> Result<Vec<Run>, StoreError> {
+        runs::Entity::find()
+            .filter(claimable_by(owner))
+            .order_by_asc(runs::Column::CreatedAt)
+            .order_by_asc(runs::Column::Id)
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(run_from)
+            .collect()
     }
 
     /// Renews the leases of every active run owned by `owner` (the heartbeat of a live process).
@@ -302,6 +309,15 @@ impl Store {
             finished_at: m.finished_at,
         }))
     }
+}
+
+/// An active run whose lease expired (or that never had one) and that `owner` does not hold.
+fn claimable_by(owner: &str) -> sea_orm::Condition {
+    let active = [RunStatus::Running.as_str(), RunStatus::AwaitingConfirmation.as_str()];
+    sea_orm::Condition::all()
+        .add(runs::Column::Status.is_in(active))
+        .add(sea_orm::Condition::any().add(runs::Column::LeaseUntil.is_null()).add(runs::Column::LeaseUntil.lt(now())))
+        .add(sea_orm::Condition::any().add(runs::Column::Owner.is_null()).add(runs::Column::Owner.ne(owner)))
 }
 
 /// The UPDATE of a [`RunUpdate`] (status, `updated_at`, and answer / error when given), without

@@ -195,7 +195,7 @@ async fn patch_card(deps: DecideDeps<'_>, record: &ConfirmationRecord, state: &C
 }
 
 /// Rebuilds the card of a stored request (names through the directory, falling back to ids).
-pub(crate) async fn card_for_record(directory: &dyn ApproverDirectory, record: &ConfirmationRecord) -> ApprovalCard {
+pub async fn card_for_record(directory: &dyn ApproverDirectory, record: &ConfirmationRecord) -> ApprovalCard {
     let agent_name = match &record.agent_id {
         Some(agent_id) => directory.agent_name(agent_id).await.ok().flatten().unwrap_or_else(|| agent_id.clone()),
         None => "agent".to_owned(),

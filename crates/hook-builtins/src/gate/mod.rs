@@ -19,7 +19,9 @@ use hook_core::{FailurePolicy, HookContext, HookError, HookResult, PreToolUseHoo
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use decide::{Actor, DecideDeps, DecideError, DecisionOutcome, DecisionRequest, ForbiddenReason, decide};
+pub use decide::{
+    Actor, DecideDeps, DecideError, DecisionOutcome, DecisionRequest, ForbiddenReason, card_for_record, decide,
+};
 pub use hub::ConfirmationHub;
 
 use crate::hashing::args_sha256;

@@ -275,7 +275,7 @@ pub async fn feishu_callback(
                 ConfirmationStatus::Approved => ("Approved. The tool call will run.", ToastKind::Success),
                 _ => ("Rejected. The tool call will not run.", ToastKind::Success),
             };
-            let card = crate::wiring::card_for(&state, &record).await;
+            let card = hook_builtins::card_for_record(state.store(), &record).await;
             let final_card = card_state.as_ref().map(|s| channel_feishu::final_card(&card, s));
             if let (Some(channel), Some(message_id), Some(card_state)) =
                 (channel, record.message_id.clone(), card_state)

@@ -153,6 +153,11 @@ fn live_events(
     })
 }
 
+/// A stored event as an SSE frame, `id` = its `seq`.
+fn stored_sse(event: store::RunEvent) -> Event {
+    Event::default().event(event.event).id(event.seq.to_string()).data(event.data.to_string())
+}
+
 /// The stored events of a run that runs elsewhere, polled every 500 ms until its terminal event.
 fn stored_events(state: AppState, run_id: String, after: Option<i64>) -> impl Stream<Item = Result<Event, Infallible>> {
     use futures::StreamExt as _;
@@ -177,10 +182,7 @@ fn stored_events(state: AppState, run_id: String, after: Option<i64>) -> impl St
                 }
                 after = events.last().map(|e| e.seq);
                 let terminal = events.iter().any(|e| e.event == "run_completed" || e.event == "run_failed");
-                let batch: Vec<Result<Event, Infallible>> = events
-                    .into_iter()
-                    .map(|e| Ok(Event::default().event(e.event).id(e.seq.to_string()).data(e.data.to_string())))
-                    .collect();
+                let batch: Vec<Result<Event, Infallible>> = events.into_iter().map(|e| Ok(stored_sse(e))).collect();
                 return Some((futures::stream::iter(batch), (after, terminal)));
             }
         }
@@ -265,10 +267,7 @@ pub async fn run_events(
     let stored = state.store().list_run_events(&run.id, after).await?;
     let last_seq = stored.last().map(|e| e.seq).or(after);
     let finished = stored.iter().any(|e| e.event == "run_completed" || e.event == "run_failed");
-    let replay: Vec<Result<Event, Infallible>> = stored
-        .into_iter()
-        .map(|e| Ok(Event::default().event(e.event).id(e.seq.to_string()).data(e.data.to_string())))
-        .collect();
+    let replay: Vec<Result<Event, Infallible>> = stored.into_iter().map(|e| Ok(stored_sse(e))).collect();
     use futures::StreamExt as _;
     let live = match (live, finished) {
         (_, true) => futures::stream::empty().boxed(),

@@ -204,12 +204,16 @@ async fn one_process_at_a_time_holds_a_run_lease() {
         new.owner = Some("a".into());
         new.lease_until = Some(later);
         let run = s.create_run(&new).await.unwrap();
+        assert!(s.list_claimable_runs("b").await.unwrap().is_empty(), "{}", db.label);
         assert!(!s.claim_run(&run.id, "b", later).await.unwrap(), "a live lease is not taken: {}", db.label);
         assert!(!s.claim_run(&run.id, "a", later).await.unwrap(), "a process never takes its own run: {}", db.label);
         assert_eq!(s.renew_run_leases("a", later).await.unwrap(), 1, "{}", db.label);
         // Expired: another process takes it over, once.
         let past = chrono::Utc::now() - chrono::Duration::seconds(1);
         assert_eq!(s.renew_run_leases("a", past).await.unwrap(), 1, "{}", db.label);
+        let claimable: Vec<String> = s.list_claimable_runs("b").await.unwrap().into_iter().map(|r| r.id).collect();
+        assert_eq!(claimable, std::slice::from_ref(&run.id), "{}", db.label);
+        assert!(s.list_claimable_runs("a").await.unwrap().is_empty(), "never its own: {}", db.label);
         assert!(s.claim_run(&run.id, "b", later).await.unwrap(), "{}", db.label);
         assert!(!s.claim_run(&run.id, "c", later).await.unwrap(), "{}", db.label);
         assert_eq!(s.renew_run_leases("a", later).await.unwrap(), 0, "a lost the run: {}", db.label);
